@@ -2,7 +2,9 @@
 model): the router, the routing kernels and the host's pause, permutation, the EP dispatch and
 combine all-to-alls, the alltoall dispatcher's sort of the received rows by local expert, the
 expert-tensor-parallel all-gather and reduce-scatter, the experts' GEMMs, activation, clamps and
-biases, the shared experts, and their backward.
+biases, the shared experts and the addition of their output, and their backward, which ends with
+the sum of the data gradients of the layer's input (router, dispatch and shared experts: autograd
+adds them, lower_linear.py `_dgrad_sum`).
 
 Expert tensor parallelism (ETP > 1, Megatron-Core 0.16.1 token_dispatcher.py,
 MoEAlltoAllTokenDispatcher with its `tp_group` the expert-TP group): after the EP all-to-all
@@ -34,6 +36,17 @@ class MoeOps:
         if self.job.model.expert_bias:
             passes, kernels = (2, 2 * local) if backward else (4, 2 * local + 1)
             self._ew(b, name, passes * elems * self.elem, layer, kernels=kernels)
+
+    def _shared_add(self, b, name, sp_tokens, L):
+        """The shared experts' output added to the routed experts' combined output: Megatron-Core
+        0.16.0 transformer/moe/moe_layer.py, MoELayer.postprocess (`output = output +
+        shared_expert_output`; with `moe_shared_expert_overlap` the dispatcher's
+        combine_postprocess adds it alike, token_dispatcher.py): an eager addition reading two
+        [tokens, hidden] tensors and writing one (3 passes). Its backward hands the gradient to
+        both without a kernel. Outside Megatron-Core nothing is counted (torchtitan's
+        scatter-add of the routed rows into the shared output is its unpermutation)."""
+        if self.job.framework == "megatron":
+            self._ew(b, name, 3 * sp_tokens * self.job.model.hidden * self.elem, L)
 
     def _moe_sync(self, b, name, layer, pause):
         """The MoE layer's routing kernels (moe_layer_s), and without CUDA graphs its pause
@@ -120,8 +133,14 @@ class MoeOps:
             self._linear(b, pre + "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L)
             self._ew(b, pre + "shared act", (2 + mats - 1) * sp_tokens * shared_ffn * elem, L)
             self._linear(b, pre + "shared fc2", sp_tokens, m.hidden, shared_ffn, L)
+            self._shared_add(b, pre + "shared output add", sp_tokens, L)
 
     def _moe_bwd(self, b, L):
+        """The MoE layer's backward; its input's three data gradients (the router's, the
+        dispatch's and the shared experts'; two without them) summed at the end: Megatron-Core
+        0.16.0 moe_layer.py MoELayer.forward hands the same hidden_states to
+        shared_experts_compute, route (the router's gating GEMM) and preprocess (the dispatch),
+        and autograd adds the gradients it gets from each."""
         m, elem, etp = self.job.model, self.elem, self.job.parallel.etp
         sp_tokens = self.tokens / self.tp
         routed, local, mats = self.job.routed(sp_tokens), max(1, m.experts // self.ep), m.mats - 1
@@ -156,3 +175,5 @@ class MoeOps:
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._permute(b, "permute bwd", sp_tokens, routed, L)
         self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)
+        self._dgrad_sum(b, "moe input", sp_tokens * m.hidden, 2 + (1 if m.shared_experts else 0),
+                        L)
