@@ -198,6 +198,14 @@ _register(make_kind("model", "an LLM architecture", dict(
                   why="a million times the trained context"),
     expert_groups=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
     group_top_k=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
+    router_score=enum("softmax", "sigmoid",
+                      doc="an MoE router's scores: softmax over the top k (Megatron-Core's "
+                          "default), or DeepSeek-V3's sigmoid scores with the expert bias for "
+                          "selection, normalised over the top k and scaled (docs/seer.md)"),
+    aux_loss=enum("none", "aux_loss", "seq_aux_loss", "global_aux_loss",
+                  doc="an MoE router's load-balancing loss (Megatron-Core's "
+                      "moe_router_load_balancing_type with a coefficient above 0); default "
+                      "none"),
     mtp_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
     shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
     mamba_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
@@ -304,6 +312,10 @@ _register(make_kind("job", "an LLM training job", dict(
                            "GEMM (the default); false: each expert's GEMMs of its own, one "
                            "expert after another (Megatron-Core without --moe-grouped-gemm: "
                            "SequentialMLP)"),
+    router_fusion=FieldSpec(BoolType(), doc="an MoE router's score, top-k and "
+                            "load-balancing-loss kernels as Transformer Engine's fused ones "
+                            "(Megatron-Core's --moe-router-fusion); default false, "
+                            "Megatron-Core's PyTorch path"),
     moe_routing=enum("topk", "round_robin",
                      doc="which experts an MoE layer's tokens go to: the router's top-k (at "
                          "random, balanced; within the model's expert groups), or k "

@@ -19,6 +19,7 @@ from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
 from astral_dsl.runs.moe_recipe import (recipe_alltoall, recipe_hybridep, recipe_token_drop,
                                         sequential_experts)
+from astral_dsl.runs.router_recipe import recipe_router_fusion
 
 
 @records.frozen
@@ -320,6 +321,9 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                 overlap, how = recipe_ep_overlap(_n(row.model), gpu_key(row.gpu), dtype,
                                                  release, pp, row.count("vp", 1) or 1)
                 fields["ep_overlap"] = overlap
+                assumed.append(how)
+                fields["router_fusion"], how = recipe_router_fusion(
+                    _n(row.model), gpu_key(row.gpu), dtype, release)
                 assumed.append(how)
                 dropped = recipe_token_drop(_n(row.model), release)
                 tokendrop = dropped is not None

@@ -27,6 +27,8 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
 - `recompute_modules`: with `recompute = modules`, layernorm, activation and moe_act (PyTorch's
   operator-level checkpointing: spec.DEFAULT_RECOMPUTE_MODULES); `optimizer_dtype = fp32`
   (Megatron-Core's optimizer without its precision-aware options).
+- `router_fusion = false`: Megatron-Core's default (0.14-0.16 transformer_config.py
+  `moe_router_fusion = False`; runs/moe_recipe.py says which NVIDIA rows turned it on).
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
@@ -55,7 +57,7 @@ OPTIONS: Dict[str, str] = {
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
     "torch_compile": "", "fp8_params": "", "capacity_factor": "", "pad_to_capacity": "",
-    "moe_routing": "", "grouped_gemm": "",
+    "moe_routing": "", "grouped_gemm": "", "router_fusion": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "etp": "parallel", "sp": "parallel", "order": "parallel", "schedule": "parallel",
@@ -127,6 +129,7 @@ def model_spec(inst) -> ModelSpec:
         yarn_factor=_float(f("yarn_factor"), 0.0) or 0.0,
         expert_groups=_int(f("expert_groups"), 0) or 0,
         group_top_k=_int(f("group_top_k"), 0) or 0,
+        router_score=str(f("router_score") or "softmax"), aux_loss=str(f("aux_loss") or "none"),
         mtp_layers=_int(f("mtp_layers"), 0) or 0,
         mamba_layers=_int(f("mamba_layers"), 0) or 0,
         attention_layers=_int(f("attention_layers"), 0) or 0,
@@ -254,4 +257,5 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         fp8_params=f.get("fp8_params") is True,
         capacity_factor=_float(f.get("capacity_factor")),
         pad_to_capacity=f.get("pad_to_capacity") is True,
-        grouped_gemm=f.get("grouped_gemm") is not False)
+        grouped_gemm=f.get("grouped_gemm") is not False,
+        router_fusion=f.get("router_fusion") is True)

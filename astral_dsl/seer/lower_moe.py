@@ -20,6 +20,7 @@ copies x hidden (the gathered buffer) over the expert-TP group, on the TP stream
 the dispatcher runs them)."""
 from __future__ import annotations
 
+from astral_dsl.seer.router_kernels import router_kernels
 from astral_dsl.seer.template import Op
 
 
@@ -47,6 +48,18 @@ class MoeOps:
         scatter-add of the routed rows into the shared output is its unpermutation)."""
         if self.job.framework == "megatron":
             self._ew(b, name, 3 * sp_tokens * self.job.model.hidden * self.elem, L)
+
+    def _router_ops(self, b, name, sp_tokens, layer, backward=False):
+        """The router's kernels after its GEMM on the rank's `sp_tokens` (router_kernels.py:
+        Megatron-Core's PyTorch path, or Transformer Engine's fused one with `router_fusion`),
+        on tokens x experts fp32 tensors. Megatron-Core only: the other frameworks' gates are
+        not counted."""
+        job = self.job
+        if job.framework != "megatron":
+            return
+        kernels, passes = router_kernels(job.model.router_score, job.model.aux_loss,
+                                         job.router_fusion, backward)
+        self._ew(b, name, passes * sp_tokens * job.model.experts * 4, layer, kernels=kernels)
 
     def _moe_sync(self, b, name, layer, pause):
         """The MoE layer's routing kernels (moe_layer_s), and without CUDA graphs its pause
@@ -112,6 +125,7 @@ class MoeOps:
         local = max(1, m.experts // self.ep)
         mats, ffn, rows = m.mats - 1, m.moe_ffn / etp, routed * etp / local
         self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
+        self._router_ops(b, pre + "router scores and top-k", sp_tokens, L)
         self._moe_sync(b, pre + "moe token-count sync", L, self.moe_sync_fwd_s)
         self._permute(b, pre + "permute", sp_tokens, routed, L)
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
@@ -174,6 +188,7 @@ class MoeOps:
         self._etp(b, "etp all-gather bwd", "rs", routed, L)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._permute(b, "permute bwd", sp_tokens, routed, L)
+        self._router_ops(b, "router scores and top-k bwd", sp_tokens, L, backward=True)
         self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)
         self._dgrad_sum(b, "moe input", sp_tokens * m.hidden, 2 + (1 if m.shared_experts else 0),
                         L)

@@ -41,6 +41,8 @@ class ModelSpec:
     expert_groups: int = 0            # group-limited routing: the experts in this many groups,
     group_top_k: int = 0              # each token's experts in at most this many of them
     #                                   (DeepSeek-V3's node-limited routing: 8 and 4)
+    router_score: str = "softmax"     # softmax | sigmoid (router_kernels.py)
+    aux_loss: str = "none"            # none | aux_loss | seq_aux_loss | global_aux_loss
     mtp_layers: int = 0               # multi-token prediction depths trained beside the model
     #                                   (Megatron-Core's mtp_num_layers; DeepSeek-V3: 1), each
     #                                   a layer like the last one, on the last pipeline stage

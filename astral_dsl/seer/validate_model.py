@@ -117,7 +117,8 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
 # (stdlib.models' Nemotron3_Nano states it)
 # the model fields that shape a mixture of experts' layers: without `experts` they do nothing
 # (expert_groups and group_top_k: E763, validate_moe.expert_groups)
-MOE_FIELDS = ("top_k", "shared_experts", "moe_ffn", "shared_ffn", "dense_layers")
+MOE_FIELDS = ("top_k", "shared_experts", "moe_ffn", "shared_ffn", "dense_layers", "router_score",
+              "aux_loss")
 MAMBA_DEFAULTS = (("mamba_state", 128), ("mamba_head_dim", 64), ("mamba_groups", 8),
                   ("mamba_expand", 2), ("mamba_chunk", 256))
 

@@ -136,7 +136,8 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
     """W751 for a stated field the job gives nothing to act on: a recipe of fp8 scales on
     another dtype, sequence parallelism or a TP overlap without tensor parallelism, an expert
     all-to-all overlap without expert parallelism (lower.py, lower_comm.py read them so),
-    torch.compile outside torchtitan (costs.set_framework: only its step runs eager)."""
+    torch.compile outside torchtitan (costs.set_framework: only its step runs eager), the
+    router's fusion outside Megatron-Core (lower_moe.py counts its kernels there only)."""
     par, stated, name, out = spec.parallel, where.fields, f"job `{spec.name}`", []
     if "fp8_recipe" in stated and spec.dtype != "fp8":
         out.append(_warn("W751", f"{name}: fp8_recipe has no effect with dtype = {spec.dtype}: "
@@ -169,6 +170,13 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                          where("ep_overlap", ""),
                          "give the pipeline virtual stages (`virtual_stages` > 1), or leave "
                          "`ep_overlap` out"))
+    if stated.get("router_fusion") is True and spec.framework != "megatron":
+        out.append(_warn("W751", f"{name}: router_fusion has no effect with framework = "
+                                 f"{spec.framework}: it is Megatron-Core's switch to "
+                                 f"Transformer Engine's fused router kernels",
+                         where("router_fusion", ""),
+                         "leave `router_fusion` out: Seer counts the router's kernels under "
+                         "Megatron-Core only (router_kernels.py)"))
     if stated.get("torch_compile") is True and spec.framework != "torchtitan":
         out.append(_warn("W751", f"{name}: torch_compile has no effect with framework = "
                                  f"{spec.framework}: its element-wise kernels are forecast "

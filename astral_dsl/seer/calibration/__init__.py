@@ -131,8 +131,9 @@ CONSTANTS: Tuple[Constant, ...] = (
              "dev-discuss 'Overheads in PyTorch', 2021) and a transformer layer's pass issues "
              "tens of them", log=True),
     Constant("moe_layer_s", "device time of an MoE layer's routing kernels per pass beyond "
-             "what Seer prices by bytes and FLOPs (top-k, the sort of the token-expert pairs, "
-             "index and histogram kernels: latency-bound kernels of a few microseconds each)",
+             "what Seer prices by bytes and FLOPs and the router's counted kernels "
+             "(router_kernels.py): the dispatcher's index, histogram and map kernels, "
+             "latency-bound kernels of a few microseconds each",
              "s", (1e-7, 5e-3), (3e-5, 3e-4),
              "an assumed range: ten to twenty such kernels of 3-15 us each", log=True),
     Constant("moe_sync_s", "time an MoE layer's pass loses to the device-to-host "

@@ -1,0 +1,63 @@
+"""Which NVIDIA MoE rows ran Transformer Engine's fused router (`moe_router_fusion`:
+`router_fusion`), read off the recipes.
+
+Megatron-Core's default is the unfused PyTorch path (0.14.0 transformer_config.py:540 and
+0.16.0 :711, `moe_router_fusion = False`); 0.12.0 and 0.13.0, the Megatron-Core of NeMo 25.04
+and 25.07 (runs/moe_recipe.py), have no fused router, and NeMo 2.x's performance scripts and
+recipes (nemo_toolkit 2.3.0, 2.4.0 and 2.6.2, scripts/performance/ and collections/llm/) never
+name it. Megatron-Bridge's library recipes set it False for every MoE model (0.3.1, 0.4.2 and
+0.5.1 recipes/: deepseek/deepseek_v3.py:281, qwen/qwen3_moe.py:76-747, gpt_oss/gpt_oss.py:91-737,
+nemotronh/nemotron_3_nano.py:86-369 of 0.3.1; 0.6.2 recipes/nemotronh/gb200/nemotron_3_nano.py:94).
+
+Megatron-Bridge 0.6.2's performance recipes (perf_recipes/, the first release that ships them:
+runs/ep_overlap.py) turn it on for every configuration of the table's rows but Nemotron 3
+Nano's: DeepSeek-V3 through deepseek/common.py:33 `_deepseek_v3_common` ("perf defaults shared
+by the legacy workload configs"), which every GB200, B200 and 1,024-H100 recipe calls;
+GPT-OSS 120B on every GPU (gpt_oss/gb200/gpt_oss.py:186, 226; b200/gpt_oss.py:29, 65;
+h100/gpt_oss.py:29, 65); Qwen3 30B-A3B's 8-GPU GB200 and B200 recipes (qwen/gb200/qwen3_moe.py:
+203-311, qwen/b200/qwen3_moe.py:184-292) and its 16-H100 FP8 one (qwen/h100/qwen3_moe.py:74, not
+its BF16 one; nor the 32- and 64-GPU "legacy-scaled" ones, a layout no row runs), Qwen3
+235B-A22B's 64- and 256-GPU GB200 and B200 recipes and 256-H100 ones (qwen/gb200:43-151,
+363-471; qwen/b200:43-137, 346-440; qwen/h100:126, 178). The Nemotron 3 Nano
+recipes never do (nemotronh/common.py `_apply_nemotron_3_nano_perf_defaults`; its base recipe
+sets False), only Nemotron 3 Ultra's (common.py:159).
+
+Earlier releases' own performance scripts are not on the package index (the Megatron-Bridge
+wheels and sdists of 0.3.1 to 0.5.1 ship no scripts/). The rows from NeMo 25.09 (Megatron-Core
+0.14, the first with the fused router) on are read with 0.6.2's performance recipe for their
+model, GPU and precision, an ASSUMPTION stated in each row's `assumed` list, as runs/stacks.py
+reads the recomputation and HybridEP of those releases: 0.6.2 calls its DeepSeek-V3 settings
+those of "the legacy workload configs". NeMo 2.x's rows run the unfused path."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+# (model label prefix as stacks._n, GPU directory, precision families) of the Megatron-Bridge
+# 0.6.2 performance recipes that set `moe_router_fusion = True` (module docstring)
+FUSED = (
+    ("deepseekv3", ("gb200", "b200", "h100"), ("bf16", "fp8", "mxfp8")),
+    ("gptoss120b", ("gb200", "b200", "h100"), ("bf16", "fp8", "mxfp8")),
+    ("qwen330ba3b", ("gb200", "b200"), ("bf16", "fp8", "mxfp8")),
+    ("qwen330ba3b", ("h100",), ("fp8",)),
+    ("qwen3235ba22b", ("gb200", "b200", "h100"), ("bf16", "fp8", "mxfp8")),
+)
+SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
+# Megatron-Core 0.14, the first with `moe_router_fusion`: NeMo 25.09's (stacks.FLEX_FROM)
+FUSION_FROM = (25, 9)
+
+
+def recipe_router_fusion(label: str, gpu: str, family: Optional[str],
+                         release: Optional[Tuple[int, int]]) -> Tuple[bool, str]:
+    """(router_fusion, what the row is taken to have run) of an NVIDIA MoE row: `label` its
+    model as stacks._n, `gpu` gb200 | b200 | h100 | "", `family` its precision's dtype, `release`
+    (year, month) of its NeMo container or None (module docstring)."""
+    if release is None or release < FUSION_FROM:
+        return False, ("the router's PyTorch kernels: NeMo 2.x's Megatron-Core (0.12, 0.13) has "
+                       "no fused router")
+    on = any(label.startswith(model) and gpu in gpus and family in families
+             for model, gpus, families in FUSED)
+    if on:
+        return True, (f"Transformer Engine's fused router kernels (moe_router_fusion), as "
+                      f"{SOURCE} for the model, GPU and precision sets")
+    return False, (f"the router's PyTorch kernels (Megatron-Core's default), as {SOURCE} and "
+                   f"the library recipes leave them")
