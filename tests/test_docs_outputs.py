@@ -68,7 +68,7 @@ def test_the_diagnosis_band_the_docs_quote_is_the_forecasts():
     (low, high), source = band_of(fc.detail)
     assert source == ("the forecast's default band, not a measurement: outside the calibrated "
                       "envelope (the combination H100/BF16/flash/dense/megatron), W753")
-    # Seer's outside band, -22/+27 %: 1 - 0.219 = 0.78, 1 + 0.2702 = 1.27 (it read 1.39x, the
+    # Seer's outside band, -22/+27 %: 1 - 0.2182 = 0.78, 1 + 0.2682 = 1.27 (it read 1.39x, the
     # band before the leave-one-group-out groups were read as Seer reads the rows)
     band = f"{low:.2f}-{high:.2f}x"
     assert band == "0.78-1.27x"
@@ -77,7 +77,7 @@ def test_the_diagnosis_band_the_docs_quote_is_the_forecasts():
     assert f"{band} for the single-pod job" in diagnose
     assert not re.search(r"healthy within 0\.\d\d-1\.\d\dx", README.replace(band, ""))
     # the proof's `fast` runs: 1.13-3.48 times the least speed-up the band cannot explain,
-    # 1 / (1 - 0.219) = 1.280: 1.13 x 1.280 = 1.45, 3.48 x 1.280 = 4.46 -> "1.4-4.4x" (the -25 %
+    # 1 / (1 - 0.2182) = 1.279: 1.13 x 1.279 = 1.45, 3.48 x 1.279 = 4.45 -> "1.4-4.4x" (the -25 %
     # band's before stop 48: 1.5-4.6x)
     from astral_dsl.synth.inject import SEVERITY
     least, most = (f / low for f in SEVERITY["fast"])
