@@ -28,7 +28,7 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
   operator-level checkpointing: spec.DEFAULT_RECOMPUTE_MODULES); `optimizer_dtype = fp32`
   (Megatron-Core's optimizer without its precision-aware options).
 - `router_fusion = false`: Megatron-Core's default (0.14-0.16 transformer_config.py
-  `moe_router_fusion = False`; runs/moe_recipe.py says which NVIDIA rows turned it on).
+  `moe_router_fusion = False`; runs/router_recipe.py says which NVIDIA rows turned it on).
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
