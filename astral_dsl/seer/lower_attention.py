@@ -35,23 +35,31 @@ class AttentionOps:
         priced by part, full and windowed, at the efficiency of its key length. `steps` > 1:
         one of the context-parallel ring's steps (_cp_attention), a 1/steps share of the FLOPs
         and bytes on at most s / steps keys."""
-        m, elem, bsz = self.job.model, self.elem, self.job.micro
-        s, rows = self.job.seq, self.job.seq / self.cp
-        per_key = 2 * bsz * self.heads * rows * (m.qk_dim + m.v_dim) * (2.5 if backward else 1)
-        per_key /= steps
+        m, s = self.job.model, self.job.seq
         parts = [(1.0, s / 2, s / steps)]
         if m.window and m.window < s:
             parts = [(1 - m.window_share, s / 2, s / steps),
                      (m.window_share, m.window, min(m.window, s / steps))]
+        return self._flash_priced(name, L, backward, s / self.cp, steps, parts, steps)
+
+    def _flash_priced(self, name, L, backward: bool, rows: float, share: float, parts,
+                      io_share: float) -> tuple:
+        """The operator's arguments of fused attention of `rows` query rows of the rank's heads,
+        1 / `share` of their FLOPs and 1 / `io_share` of the rank's query, key, value and output
+        bytes, over `parts`: (share of the FLOPs, keys a query sees on average, the key length
+        its efficiency is priced at)."""
+        m, elem, bsz = self.job.model, self.elem, self.job.micro
+        per_key = 2 * bsz * self.heads * rows * (m.qk_dim + m.v_dim) * (2.5 if backward else 1)
+        per_key /= share
         heads_io = 2 * self.heads * m.qk_dim + self.kv_heads * (m.qk_dim + m.v_dim)
-        nb = (2 if backward else 1) * elem * self.tokens * heads_io / steps
+        nb = (2 if backward else 1) * elem * self.tokens * heads_io / io_share
         flops = t = 0.0
-        for share, mean_keys, keys in parts:
-            if share <= 0:
+        for part, mean_keys, keys in parts:
+            if part <= 0:
                 continue
-            f = share * per_key * mean_keys
+            f = part * per_key * mean_keys
             flops += f
-            t += self.c.flash("flash_bwd" if backward else "flash_fwd", f, share * nb, backward,
+            t += self.c.flash("flash_bwd" if backward else "flash_fwd", f, part * nb, backward,
                               m.head_dim, keys)
         if self.c.table is not None:          # the operator as the trace shows it, whole
             whole = self.c.measured(name, f"flops{int(flops)}")
@@ -165,18 +173,9 @@ class AttentionOps:
         """One ring step's fused attention on a rank: `q_share` of its s / cp query rows
         against `keys` keys, causal (half of them on average) or not, priced at the
         efficiency of its own key length."""
-        m, bsz = self.job.model, self.job.micro
         rows = q_share * self.job.seq / self.cp
-        f = (2 * bsz * self.heads * rows * (m.qk_dim + m.v_dim) * (2.5 if backward else 1)
-             * (keys / 2 if causal else keys))
-        heads_io = 2 * self.heads * m.qk_dim + self.kv_heads * (m.qk_dim + m.v_dim)
-        nb = (2 if backward else 1) * self.elem * self.tokens * heads_io / self.cp
-        t = self.c.flash("flash_bwd" if backward else "flash_fwd", f, nb, backward,
-                         m.head_dim, keys)
-        if self.c.table is not None:          # the operator as the trace shows it, whole
-            whole = self.c.measured(name, f"flops{int(f)}")
-            t = t if whole is None else whole
-        return name, "attention", "compute", t, f, nb, "", L
+        parts = [(1.0, keys / 2 if causal else keys, keys)]
+        return self._flash_priced(name, L, backward, rows, 1, parts, self.cp)
 
     def _cp_merge(self, name, L, backward):
         """merge(q_share, keys): `_ew`'s arguments for merging one ring step's partial result
