@@ -41,4 +41,5 @@ class Recent:
             return iter(list(self._kept.items()))
 
     def __len__(self) -> int:
-        return len(self._kept)
+        with self._lock:
+            return len(self._kept)
