@@ -10,10 +10,12 @@ backward TP reduce-scatter / all-reduce of a column-parallel layer's input gradi
 TP stream while the weight gradient is computed; with sequence parallelism the input all-gather
 for the weight gradient overlaps the data gradient; with `tp_overlap = full` (Megatron-LM's
 --tp-comm-overlap, PyTorch's async TP) every TP collective is split with the GEMM beside it and
-overlaps it. With a quantised dtype (fp8, MXFP8, NVFP4) the linear layers' GEMMs run quantised
-after their casts (CAST_BYTES per recipe), the sequence-parallel all-gathers move the quantised
-shards, and with delayed scaling each chunk's forward ends with the amax all-reduce
-(docs/seer.md, "Low precision"). With `recompute_layers` only each chunk's first layers are
+overlaps it (under torchtitan those torch's micro-pipelined TP fuses: `gather_fused`,
+lower_comm.py; its unfused collectives copy to and from the sequence dimension, `dim_copies`).
+With a quantised dtype (fp8, MXFP8, NVFP4) the linear layers' GEMMs run quantised after their
+casts (CAST_BYTES per recipe), the sequence-parallel all-gathers move the quantised shards, and
+with delayed scaling each chunk's forward ends with the amax all-reduce (docs/seer.md, "Low
+precision"). With `recompute_layers` only each chunk's first layers are
 recomputed. Multi-head latent attention
 (DeepSeek-V3) projects queries and keys through their latent ranks; sliding-window layers attend
 to their window. Without CUDA graphs an MoE layer's forward waits for the host to read its token
@@ -107,6 +109,19 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         # only (`enable_float8_tensorwise_tp`), so rowwise gathers bf16 and casts after
         self.ag_quantised = self.fp8 and not (job.dtype == "fp8" and job.fp8_recipe == "rowwise")
         self.ag_bytes = job.quant_bytes if self.ag_quantised else self.elem
+        # which TP collectives torch's micro-pipelined TP fuses with a GEMM (torch 2.6.0 / 2.8.0
+        # _inductor/fx_passes/micro_pipeline_tp.py): an all-gather only with the matmuls that
+        # read the gathered tensor itself (`_find_consumer_matmuls`), which a quantised layer's
+        # gathered bf16 does not (rowwise: torchao casts it row by row after the gather), so
+        # there it stays a plain all-gather (`gather_fused`); a reduce-scatter only of one
+        # matmul's output (`fuse_matmul_reduce_scatter`: `_find_producer_matmul`, one user),
+        # not of separate layers' summed data gradients (lower_linear.py, _linear_bwd).
+        # Megatron-LM's userbuffers (ring 1) split every one
+        self.gather_fused = self.ring == 1 or self.ag_quantised or not self.fp8
+        # torchtitan's sequence-parallel collectives (DTensor's, its plan's Shard(1)) gather and
+        # scatter the sequence dimension, dim 1 of [batch, sequence, hidden]: torch's
+        # functional collectives move it to dim 0 and back with a copy (_dim_copy)
+        self.dim_copies = self.sp and job.framework == "torchtitan"
         cal = costs.cal
         self.host_layer_s = 0.0 if job.cuda_graphs else cal.host_layer_s
         # an MoE layer's pause (moe_sync_s): in the forward the host's wait for the token

@@ -93,35 +93,86 @@ class CommOps:
     def tp_full(self) -> bool:
         return self.job.tp_overlap == "full" and self.tp > 1
 
-    def _tp_out(self, b, name, layer):
+    def _tp_out(self, b, name, layer, gemm=True):
         """After a row-parallel layer: reduce-scatter (SP) or all-reduce; with `tp_overlap =
-        full` split with the GEMM before it and overlapping it (_overlap)."""
+        full` split with the GEMM before it and overlapping it (_overlap). Not after a layer
+        that is no GEMM (`gemm` False: the embedding's lookup, which neither Megatron-Core's
+        userbuffers nor torch's micro-pipelined TP splits): blocking. torch's fused
+        matmul-reduce-scatter ends with a kernel of its own that sums the TP partials the
+        exchange gathered (_ring_sum)."""
+        split = self.tp_full and gemm
+        nbytes = self.tokens * self.job.model.hidden * self.elem
+        if not split:
+            self._dim_copy(b, name + " reduce-scatter", nbytes, layer, fused=not gemm)
         op = self._coll(b, name + (" reduce-scatter" if self.sp else " all-reduce"),
-                        "rs" if self.sp else "ar", "tp",
-                        self.tokens * self.job.model.hidden * self.elem, layer,
-                        chain=not self.tp_full)
-        if op is not None and self.tp_full:
+                        "rs" if self.sp else "ar", "tp", nbytes, layer, chain=not split)
+        if op is not None and split:
             self._overlap(b, op, b.tail)
+            self._ring_sum(b, name + " reduce-scatter sum", layer)
+
+    def _dim_copy(self, b, name, nbytes, layer, fused=False):
+        """A collective of torchtitan's that no GEMM is fused with (`dim_copies`) runs on the
+        sequence dimension as torch's functional collectives do it: an all-gather gathers on
+        dim 0 and copies the result into dim 1, `torch.cat(torch.chunk(res, group_size,
+        dim=0), dim=gather_dim)`; a reduce-scatter first copies its input so,
+        `torch.cat(torch.chunk(self, group_size, dim=scatter_dim))` (torch 2.6.0 / 2.8.0
+        distributed/_functional_collectives.py, all_gather_tensor and reduce_scatter_tensor,
+        which DTensor's Shard -> Replicate and Partial -> Shard redistributions call): `nbytes`
+        read and written, after the all-gather or before the reduce-scatter. torch.compile
+        fuses the copy into an Inductor kernel beside it (`fused`: the rowwise cast that reads
+        the gathered tensor, the sum of separate layers' data gradients that writes the
+        reduce-scatter's input, the embedding's lookup), not into a GEMM (an extern kernel);
+        micro-pipelined TP's fused ops take the shard and return the result in place
+        (_fused_all_gather_matmul_impl's `movedim`) and copy nothing so."""
+        if self.dim_copies and not (fused and self.job.torch_compile):
+            self._ew(b, name + " layout copy", 2 * nbytes, layer)
+
+    def _ring_sum(self, b, name, layer):
+        """torch's fused matmul-reduce-scatter (micro-pipelined TP, `ring`): each rank's GEMM
+        chunks land in a buffer of TP partials of its rows ("stacked_partials"), summed after
+        the pipeline by one reduction kernel on the compute stream (torch 2.8.0 distributed/
+        _symmetric_memory/__init__.py, _fused_matmul_reduce_scatter_impl and
+        _fused_scaled_matmul_reduce_scatter_impl: `reduce_fn(stacked_partials...)`, in the
+        output dtype, bf16): it reads tokens x hidden elements and writes tokens / TP x hidden.
+        NCCL's reduce-scatter sums inside the collective (priced with it)."""
+        if self.ring > 1:
+            h = self.job.model.hidden
+            self._ew(b, name, (self.tokens + self.sp_tokens) * h * self.elem, layer)
 
     def _overlap(self, b, comm_op: int, gemm: int):
         """A TP collective split with GEMM `gemm` (userbuffers / async TP): it starts with the
         GEMM, the next operator waits for both, and the GEMM loses `interfere` of its time to
-        it when it runs on NVLink."""
+        it when it runs on NVLink. torch's micro-pipelined TP (`ring`) leaves one GEMM chunk
+        beside no transfer: an all-gather's last chunk is multiplied after its copy, a
+        reduce-scatter's first chunk is produced before any copy (torch 2.8.0
+        _symmetric_memory/__init__.py, _pipelined_multi_all_gather_and_consume and
+        _pipelined_produce_and_all2all), so the pair takes max(GEMM, transfer + GEMM / TP):
+        the collective is priced one chunk (`ring`) longer."""
         ops = b.ops
         ops[comm_op].deps = ops[gemm].deps
         if self.groups["tp"].hosts <= 1:
             ops[gemm].dur += self.c.cal.interfere * ops[comm_op].dur
+        if self.ring > 1:
+            ops[comm_op].dur += ops[gemm].dur / self.ring
 
     def _tp_gather(self, b, name, layer):
         """With SP, the TP all-gather of a layer's input (or of a row-parallel layer's output
-        gradient): blocking, or (tp_overlap = full) a side operator the GEMM beside it overlaps
-        (returned; None otherwise). A quantised job's layers gather quantised data
-        (ag_bytes)."""
+        gradient): blocking, or (tp_overlap = full, where the GEMM reads the gathered tensor:
+        `gather_fused`) a side operator the GEMM beside it overlaps (returned; None
+        otherwise). A quantised job's layers gather quantised data (ag_bytes). torch's
+        micro-pipelined TP (`ring`) first copies the rank's shard into its symmetric-memory
+        buffer on the compute stream, before the first GEMM chunk (torch 2.8.0
+        _symmetric_memory/__init__.py, _pipelined_multi_all_gather_and_consume: "mv", which
+        the source leaves unoverlapped): the shard read and written once."""
         if not self.sp:
             return None
-        op = self._coll(b, name, "ag", "tp", self.tokens * self.job.model.hidden * self.ag_bytes,
-                        layer, chain=not self.tp_full)
-        if op is None or not self.tp_full:
+        split = self.tp_full and self.gather_fused
+        nbytes = self.tokens * self.job.model.hidden * self.ag_bytes
+        if split and self.ring > 1:
+            self._ew(b, name + " symmetric copy", 2 * nbytes / self.tp, layer)
+        op = self._coll(b, name, "ag", "tp", nbytes, layer, chain=not split)
+        if op is None or not split:
+            self._dim_copy(b, name, nbytes, layer, fused=self.fp8 and not self.ag_quantised)
             return None
         b.pending.remove(op)          # joined after the GEMM it overlaps
         return op

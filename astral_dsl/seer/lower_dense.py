@@ -69,7 +69,7 @@ class DenseOps:
     def _embed_fwd(self, b, pre="", L=EMBED):
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         self._ew(b, pre + "embedding", 2 * tokens * h * elem, L)
-        self._tp_out(b, pre + "embedding", L)
+        self._tp_out(b, pre + "embedding", L, gemm=False)
 
     def _embed_bwd(self, b, pre="", L=EMBED):
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens

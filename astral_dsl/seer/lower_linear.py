@@ -54,8 +54,8 @@ class LinearOps:
         quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
         `parts`: the layer is separate linear layers sharing the input (`separate`), whose
         casts torch.compile computes once (common subexpressions). `chunks`: a row-parallel
-        layer's GEMM split with its reduce-scatter (`ring`); one fed by an all-gather is split
-        with it."""
+        layer's GEMM split with its reduce-scatter (`ring`); one fed by an all-gather it is split
+        with (_tp_gather) is split with it."""
         if self.fp8:
             extra = self.cast[0 if norm_fed else 1]
             if extra:
@@ -63,7 +63,7 @@ class LinearOps:
                 self._ew(b, name + " quantise", extra * rows * k * batch, layer)
         op = self._tp_gather(b, gather, layer) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
-        if gather is not None:
+        if op is not None:            # split with its all-gather
             chunks = self.ring
         g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8, streams=streams,
                        expert=expert, parts=parts, chunks=chunks)
@@ -124,37 +124,57 @@ class LinearOps:
             rows = self.sp_tokens if grad_gather is not None and self.ag_quantised else m_
             self._ew(b, name + " grad quantise", self.cast[1] * rows * n, L)
         grad_op = self._tp_gather(b, grad_gather, L) if grad_gather is not None else None
-        if tp and self.job.tp_overlap == "none":
-            kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
+        # which of a column-parallel layer's collectives overlap its GEMMs: none (`tp_overlap =
+        # none`), both (Megatron-LM's), or under torch's micro-pipelined TP (`ring`) those it
+        # fuses (lower.py, `gather_fused`): the input re-gather where its GEMMs read it
+        # unquantised or gathered quantised, the input-gradient reduce-scatter where it is one
+        # GEMM's output, not the sum of separate layers' (`parts`); the rest as with `none`
+        overlap = tp and self.job.tp_overlap != "none"
+        ring = overlap and self.ring > 1
+        gather_ovl = overlap and (not ring or self.gather_fused or not fp8)
+        red_ovl = overlap and not (ring and parts)
+        kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
+        cast = fp8 and not self.ag_quantised      # a cast reads the re-gathered input
+        if tp and not (gather_ovl or red_ovl):
             if self.sp:
                 self._coll(b, name + " input all-gather", "ag", "tp", gathered, L)
+                self._dim_copy(b, name + " input all-gather", gathered, L, fused=cast)
             self._gemm(b, name + " dgrad", m_, k, n, L, fp8=fp8, parts=parts, inner=True)
             self._dgrad_sum(b, name, m_ * k, len(parts), L)
             self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8, parts=parts)
             self._grad_copy(b, name, k * n, L)
+            self._dim_copy(b, name + kind[1], tokens * h * elem, L, fused=bool(parts))
             self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
             return
         gather = None
         if tp and self.sp:
             gather = self._coll(b, name + " input all-gather", "ag", "tp", gathered, L,
-                                chain=False)
-            b.pending.remove(gather)
+                                chain=not gather_ovl)
+            if gather_ovl:
+                b.pending.remove(gather)
+            else:
+                self._dim_copy(b, name + " input all-gather", gathered, L, fused=cast)
+                gather = None
         d = self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8, parts=parts,
-                       inner=True, chunks=self.ring if tp or grad_gather is not None else 1)
+                       inner=True, chunks=self.ring if red_ovl or grad_op is not None else 1)
         self._dgrad_sum(b, name, m_ * k, len(parts), L, join=False)
         if grad_op is not None:
             self._overlap(b, grad_op, d)
             b.pending.append(grad_op)
         red = None
-        if tp:
-            red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
-                             "rs" if self.sp else "ar", "tp", tokens * h * elem, L, chain=False)
+        if red_ovl:
+            red = self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L, chain=False)
         w = self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
                        extra=(gather,) if gather is not None else (), fp8=fp8, parts=parts)
         if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
             overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
             b.ops[w].dur += self.c.cal.interfere * overlapped
         self._grad_copy(b, name, k * n, L)
+        if red is not None and self.sp:
+            self._ring_sum(b, name + " grad reduce-scatter sum", L)
+        if tp and not red_ovl:
+            self._dim_copy(b, name + kind[1], tokens * h * elem, L, fused=bool(parts))
+            self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
 
     def _grad_copy(self, b, name, params, layer):
         """Megatron FSDP's copy of a weight gradient into its main-gradient buffer, `params`
