@@ -108,3 +108,28 @@ def test_pytorch_merges_each_step_in_fp32():
     assert [o.nbytes for o in ops if o.stream == "cp"] == [7 * 1024 * 32 * 256 * 2]
     ops, _, _ = _ring("torchtitan", compiled=True)
     assert {(o.nbytes, o.kernels) for o in ops if o.name == "cp merge"} == {(41_943_040, 1)}
+
+
+def test_pytorch_passes_the_fp32_key_and_value_gradients_on_after_every_step():
+    """PyTorch 2.6's ring backward (_templated_ring_attention_backward): the 7 other blocks'
+    16-bit keys and values gathered once with step 0's kernel (7 x 1,024 rows x 32 repeated
+    heads x 256 x 2 bytes = 117,440,512, 7 transfers of 16,777,216 bytes: 7 x (7 us + 16,777,216
+    / (300 GB/s x 0.8)) = 538.3 us), waited for by step 1's kernel; the fp32 key and value
+    gradients (1,024 x 32 x 256 x 4 = 33,554,432 bytes, 7 us + 139.8 us) sent on after each of
+    the 8 steps' merges (dkv_rotater, an all-to-all permute), step k's merge waiting for the
+    block sent after step k - 1, and the last waited for by what follows the ring."""
+    ops, _, _ = _ring("torchtitan", phase="B")
+    ring = [i for i, o in enumerate(ops) if o.stream == "cp"]
+    gather, sends = ring[0], ring[1:]
+    assert ops[gather].nbytes == 117_440_512 and len(sends) == 8
+    assert ops[gather].dur == pytest.approx(7 * (7e-6 + 16_777_216 / 240e9))
+    assert all(ops[i].nbytes == 33_554_432 for i in sends)
+    assert ops[sends[0]].dur == pytest.approx(7e-6 + 33_554_432 / 240e9)
+    kernels = [i for i, o in enumerate(ops) if o.name == "flash attention bwd"]
+    merges = [i for i, o in enumerate(ops) if o.name == "cp merge bwd"]
+    assert gather in ops[kernels[1]].deps and gather not in ops[kernels[0]].deps
+    assert all(sends[k - 1] in ops[merges[k]].deps for k in range(1, 8))
+    assert all(sends[k - 1] not in ops[kernels[k]].deps for k in range(1, 8))
+    assert all(ops[s].deps == (m,) for s, m in zip(sends, merges))
+    after = next(o for o in ops[merges[-1] + 1:] if o.stream == "compute")
+    assert sends[-1] in after.deps

@@ -113,8 +113,11 @@ class AttentionOps:
         the forward's outputs after the last step and the backward's gradients after each,
         once the block that carries the key and value gradients on has arrived ("wait until
         dKV is received"); PyTorch merges after each step."""
-        step = comm.p2p(self.net, self.groups["cp"], kv)
         gather = self.job.framework == "torchtitan"
+        if gather and backward:
+            self._torch_ring_bwd(b, name, ring, kv, L)
+            return
+        step = comm.p2p(self.net, self.groups["cp"], kv)
         steps = self._cp_steps(name, L, backward)
         held, after = None, []
         for i, (kernel, merge) in enumerate(steps):
@@ -136,6 +139,34 @@ class AttentionOps:
             held = nxt
         for merge in after:
             self._ew(b, *merge)
+
+    def _torch_ring_bwd(self, b, name, ring, kv, L):
+        """PyTorch's ring backward (2.6, torch/distributed/tensor/experimental/_attention.py,
+        _templated_ring_attention_backward; torchtitan's 2024-12 rows ran a nightly of its
+        era): the other ranks' key and value blocks gathered once (`kv_rotater`, the rotate
+        method: all-gather by default), with the first step's kernel; the key and value
+        gradients accumulated in fp32 (`convert_to_f32`) and sent on to the next rank after
+        every step (`dkv_rotater`, always `_RotateMethod.ALL_TO_ALL`: a permute), each step's
+        merge waiting for the block the previous rank sent after its own step, and the last
+        block waited for after the last step (`dkv_rotater.next_buffer()`), with no kernel
+        left to hide it. `kv`: the bytes of a 16-bit key and value block and its gradients,
+        those of an fp32 gradient block."""
+        cp, group = self.cp, self.groups["cp"]
+        half = kv / 2                                     # the 16-bit keys and values
+        gathered = b.add(Op(ring, "comm", "cp", comm.p2p(self.net, group, half) * (cp - 1),
+                            0.0, half * (cp - 1), "cp", L), chain=False)
+        b.pending.remove(gathered)
+        send, sent = comm.p2p(self.net, group, kv), None
+        for i, (kernel, merge) in enumerate(self._cp_steps(name, L, True)):
+            if i == 1:
+                b.pending.append(gathered)                # next_buffer(): the gathered blocks
+            b.add(Op(*kernel))
+            if sent is not None:
+                b.pending.append(sent)                    # the previous rank's gradients
+            self._ew(b, *merge)
+            sent = b.add(Op(ring + " grad", "comm", "cp", send, 0.0, kv, "cp", L), chain=False)
+            if i < cp - 1:
+                b.pending.remove(sent)                    # the last stays: waited for next
 
     def _ring_kv_heads(self) -> int:
         """The key/value heads the ring carries and merges: torchtitan repeats them to the
