@@ -255,6 +255,7 @@ def stated_settings(row) -> Tuple[Tuple[str, object], ...]:
         ("interleaved", "interleaved" in notes),
         ("deepep", "deepep" in notes),
         ("fake_gate", "fake balanced gate" in notes),
+        ("flex_attention", "flexattn" in notes.replace(" ", "")),
         ("no_sp", "no sequence parallelism" in notes),
         ("accumulation", int(accumulation.group(1)) if accumulation else None),
     )))
@@ -387,6 +388,12 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
         par["fsdp"] = dp > 1
         fields["tp_overlap"] = "none" if tp > 1 else "backward"
         fields["overlap_grad_reduce"] = dp > 1
+        if pp > 1:
+            # the weights kept gathered from the forward to the backward under a pipeline:
+            # nemo_automodel 0.1.0 models/deepseek_v3/parallelizer.py apply_fsdp
+            # (`reshard_after_forward=not pp_enabled`), 0.2.0 moe/parallelizer.py
+            # (parallelize_model's `reshard_after_forward: bool = False`)
+            par["reshard_after_forward"] = False
         if said["deepep"] and moe:
             fields["moe_dispatcher"] = "deepep"
         if said["fake_gate"] and moe:
@@ -394,6 +401,14 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             # FakeBalancedGate, noise 0 by default: BackendConfig.fake_gate_noise): token t to
             # the k consecutive experts from t k (seer/routing.py)
             fields["moe_routing"] = "round_robin"
+        if said["flex_attention"]:
+            # AutoModel's `attn: flex` backend (nemo_automodel 0.2.0 components/attention/
+            # flex_attention.py, torch.nn.attention.flex_attention: Triton kernels Inductor
+            # generates), not Transformer Engine's: priced as FlashAttention-2's kernels, the
+            # class PyTorch reports for it ("90 % of FlashAttention2's performance in the
+            # forward pass and 85 % in the backward", PyTorch blog, FlexAttention, Aug. 2024)
+            fields["attention"] = "flash2"
+            assumed.append("attention on FlexAttention's kernels, priced as FlashAttention-2's")
     if moe and fw == "megatron" and "moe_dispatcher" not in fields:
         assumed.append("MoE tokens dispatched by NCCL all-to-all (alltoall dispatcher)")
     return Stack(tuple(sorted(fields.items())), tuple(sorted(par.items())),

@@ -80,7 +80,7 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # experts and the boolean routing map (Transformer Engine 2.9's fused top-k,
         # pytorch/router.py: `save_for_backward(routing_map, intermediate_output)`; Megatron-
         # Core's unfused router keeps the fp32 softmax's output instead, about as much)
-        router = m.experts * (4 + 1)
+        router = 0 if job.gate_free else m.experts * (4 + 1)   # a weightless gate: none
     else:                                     # fc1 output(s) and the fc2 input
         dense_act = "activation" in redo
         # torchtitan's every second matmul (lower.Lowering._every_second_mm): w3's output

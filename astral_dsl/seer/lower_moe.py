@@ -49,6 +49,18 @@ class MoeOps:
         if self.job.framework == "megatron":
             self._ew(b, name, 3 * sp_tokens * self.job.model.hidden * self.elem, L)
 
+    def _gate(self, b, pre, sp_tokens, L):
+        """The router's GEMM, or a weightless gate's kernels (`gate_free`: NeMo AutoModel's
+        FakeBalancedGate, nemo_automodel 0.1.0 / 0.2.0 components/moe/layers.py): ones / k in
+        fp32 (2 kernels, 4 + 8 bytes an entry), arange and its remainder in int64 (2 kernels,
+        8 + 16 bytes), the weights cast to bf16 (`type_as`, 1 kernel, 4 + 2 bytes): 42 bytes
+        for each of the tokens x k entries, in 5 kernels; no backward."""
+        m = self.job.model
+        if self.job.gate_free:
+            self._ew(b, pre + "fake gate", 42 * sp_tokens * m.top_k, L, kernels=5)
+        else:
+            self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
+
     def _router_ops(self, b, name, sp_tokens, layer, backward=False):
         """The router's kernels after its GEMM on the rank's `sp_tokens` (router_kernels.py:
         Megatron-Core's PyTorch path, or Transformer Engine's fused one with `router_fusion`),
@@ -124,7 +136,7 @@ class MoeOps:
         routed = self.job.routed(sp_tokens)
         local = max(1, m.experts // self.ep)
         mats, ffn, rows = m.mats - 1, m.moe_ffn / etp, routed * etp / local
-        self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
+        self._gate(b, pre, sp_tokens, L)
         self._router_ops(b, pre + "router scores and top-k", sp_tokens, L)
         self._moe_sync(b, pre + "moe token-count sync", L, self.moe_sync_fwd_s)
         self._permute(b, pre + "permute", sp_tokens, routed, L)
@@ -189,6 +201,8 @@ class MoeOps:
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._permute(b, "permute bwd", sp_tokens, routed, L)
         self._router_ops(b, "router scores and top-k bwd", sp_tokens, L, backward=True)
-        self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)
-        self._dgrad_sum(b, "moe input", sp_tokens * m.hidden, 2 + (1 if m.shared_experts else 0),
-                        L)
+        gate = 0 if self.job.gate_free else 1
+        if gate:
+            self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)
+        self._dgrad_sum(b, "moe input", sp_tokens * m.hidden,
+                        gate + 1 + (1 if m.shared_experts else 0), L)

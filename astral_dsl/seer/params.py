@@ -65,7 +65,7 @@ def layer_params(job, L: int) -> float:
     """Parameters of layer L held by one rank: its linear layers, the MoE router and the norms
     (4 h)."""
     m = job.model
-    router = m.hidden * m.experts if m.is_moe(L) else 0.0
+    router = m.hidden * m.experts if m.is_moe(L) and not job.gate_free else 0.0
     norms = 4 * m.hidden if m.layer_kind(L) == "T" else 2 * m.hidden
     return layer_linear_params(job, L) + router + norms
 

@@ -205,6 +205,14 @@ class JobSpec:
         return schedule_key(self.parallel.schedule, self.pipeline_runs)
 
     @property
+    def gate_free(self) -> bool:
+        """An MoE job whose gate has no weights: NeMo AutoModel's FakeBalancedGate (`moe_routing
+        = round_robin`; nemo_automodel 0.1.0 and 0.2.0 components/moe/layers.py) computes the
+        indices as arange(tokens x k) % experts and the weights as ones / k, with no router
+        matrix, scores or top-k, and nothing that the backward differentiates."""
+        return bool(self.model.experts) and self.moe_routing == "round_robin"
+
+    @property
     def padded(self) -> bool:
         """An MoE job whose experts' inputs are padded to their capacity (`pad_to_capacity`
         with a `capacity_factor`)."""
