@@ -61,13 +61,17 @@ def test_seers_tp_price_at_three_grains(design):
     an MLP all-reduce a layer, the embedding's and the loss's), a backward block 65 (the input
     gradients' all-reduces of qkv and fc1 a layer, and the logits'); 8 micro-batches a rank
     (16 / dp 2), so 8 x (66 + 65) = 1,048 a stage and iteration, one price a `tp` operator; 16
-    blocks, each its exposed TP; and their sum."""
+    blocks, each the time its compute waits for its TP collectives (in_blocks.waits; where
+    they are the block's only communication, as here, the breakdown's exposed TP, to the
+    last bit: the breakdown's is the idle time times the stream's busy time over all of it);
+    and their sum."""
     fc, _ = _job(design, "inhost")
     table = in_blocks.forecast_tp(fc)
     assert sorted(table) == [(0, 1), (0, 16), (0, 1048)]
     low = fc.lowering
     blocks = [low.template(0, b.chunk, b.phase) for b in fc.runs[0].blocks]
-    assert table[(0, 16)] == tuple(t.exposed["tp"] for t in blocks)
+    assert table[(0, 16)] == tuple(in_blocks.waits(t, "tp") for t in blocks)
+    assert table[(0, 16)] == pytest.approx(tuple(t.exposed["tp"] for t in blocks), rel=1e-12)
     assert table[(0, 1)] == (sum(table[(0, 16)]),)
     assert table[(0, 1048)] == tuple(o.dur for t in blocks for o in t.ops if o.stream == "tp")
     # the backward's gradient all-reduces run beside its weight-gradient GEMMs: exposed less

@@ -162,9 +162,11 @@ def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
     few = peers < MIN_PEERS
     expected = np.where(few, fc, expected)
     # TP collectives with too few peers: Seer's price of them inside its blocks, at the level
-    # of the faster half within the forecast's band (in_blocks.py)
+    # of the faster half (of those forecast at NET_FLOOR_S or more) within the forecast's band
+    # (in_blocks.py)
     tp_fc, in_block = in_blocks.judged(inst, stage_a, eff, usable & few & ~np.isfinite(fc) &
-                                       ~split, tp_forecast or {}, band, tp_domains)
+                                       ~split, tp_forecast or {}, band, tp_domains,
+                                       NET_FLOOR_S)
     expected = np.where(in_block, tp_fc, expected)
     fc = np.where(in_block, tp_fc, fc)
     slow = usable & np.isfinite(expected) & (eff > expected * (1 + NET_SLOW)) & \
