@@ -85,7 +85,11 @@ def test_no_router_kernels_counted_outside_megatron():
 @pytest.mark.parametrize("label, gpu, family, release, fused", [
     ("deepseekv3", "gb200", "mxfp8", (26, 6), True),      # perf_recipes/deepseek/common.py:33
     ("gptoss120b", "b200", "bf16", (25, 11), True),       # gpt_oss/b200/gpt_oss.py:29
-    ("qwen330ba3btokendrop", "b200", "fp8", (25, 9), True),   # qwen/b200/qwen3_moe.py:238
+    ("qwen330ba3btokendrop", "b200", "fp8", (25, 11), True),  # qwen/b200/qwen3_moe.py:238
+    # NeMo 25.09: Megatron-Core 0.14's default (off); NeMo 2.5.3's performance scripts and
+    # Megatron-Bridge 0.1.0rc4 / 0.2.0rc6 never set it
+    ("qwen330ba3btokendrop", "b200", "fp8", (25, 9), False),
+    ("deepseekv3tokendrop", "gb200", "fp8", (25, 9), False),
     ("qwen330ba3b", "h100", "bf16", (26, 2), False),      # qwen/h100: its BF16 recipe does not
     ("nemotron3nano", "gb200", "mxfp8", (26, 4), False),  # never in Nano's recipes
     ("qwen3235ba22b", "h100", "fp8", (25, 7), False),     # NeMo 2.x: Megatron-Core 0.13

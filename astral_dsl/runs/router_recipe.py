@@ -23,11 +23,18 @@ recipes never do (nemotronh/common.py `_apply_nemotron_3_nano_perf_defaults`; it
 sets False), only Nemotron 3 Ultra's (common.py:159).
 
 Earlier releases' own performance scripts are not on the package index (the Megatron-Bridge
-wheels and sdists of 0.3.1 to 0.5.1 ship no scripts/). The rows from NeMo 25.09 (Megatron-Core
-0.14, the first with the fused router) on are read with 0.6.2's performance recipe for their
-model, GPU and precision, an ASSUMPTION stated in each row's `assumed` list, as runs/stacks.py
-reads the recomputation and HybridEP of those releases: 0.6.2 calls its DeepSeek-V3 settings
-those of "the legacy workload configs". NeMo 2.x's rows run the unfused path."""
+wheels and sdists of 0.3.1 to 0.5.1 ship no scripts/). The rows from NeMo 25.11 on are read with
+0.6.2's performance recipe for their model, GPU and precision, an ASSUMPTION stated in each row's
+`assumed` list, as runs/stacks.py reads the recomputation and HybridEP of those releases: 0.6.2
+calls its DeepSeek-V3 settings those of "the legacy workload configs". NeMo 2.x's rows run the
+unfused path, and so do NeMo 25.09's (Megatron-Core 0.14, the first with the fused router, off
+by default: transformer_config.py:540): the code of their time never turns it on. Their MoE rows
+ran what NeMo 2.5.3's performance scripts set, whose choices their labels follow
+(scripts/performance/llm/pretrain_deepseek_v3.py: the alltoall dispatcher with
+MegatronTokenDropCallback on Blackwell, "(tokendrop)", DeepEP with the force-balanced router on
+H100, "(dropless)"; pretrain_qwen3_30b_a3b.py and pretrain_qwen3_235b_a22b.py: the token-drop
+callback on every GPU), and neither those scripts, nor NeMo 2.5.3's recipes and model configs,
+nor Megatron-Bridge 0.1.0rc4's and 0.2.0rc6's recipes and providers name `moe_router_fusion`."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -42,8 +49,9 @@ FUSED = (
     ("qwen3235ba22b", ("gb200", "b200", "h100"), ("bf16", "fp8", "mxfp8")),
 )
 SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
-# Megatron-Core 0.14, the first with `moe_router_fusion`: NeMo 25.09's (stacks.FLEX_FROM)
-FUSION_FROM = (25, 9)
+# the first release read with the fused router: NeMo 25.11 (module docstring; NeMo 25.09's
+# Megatron-Core 0.14 has it, off, and no code of that release turns it on)
+FUSION_FROM = (25, 11)
 
 
 def recipe_router_fusion(label: str, gpu: str, family: Optional[str],
@@ -53,7 +61,7 @@ def recipe_router_fusion(label: str, gpu: str, family: Optional[str],
     (year, month) of its NeMo container or None (module docstring)."""
     if release is None or release < FUSION_FROM:
         return False, ("the router's PyTorch kernels: NeMo 2.x's Megatron-Core (0.12, 0.13) has "
-                       "no fused router")
+                       "no fused router, and NeMo 25.09's code leaves Megatron-Core 0.14's off")
     on = any(label.startswith(model) and gpu in gpus and family in families
              for model, gpus, families in FUSED)
     if on:

@@ -180,8 +180,9 @@ RECIPE_RECOMPUTE = (
 # the EP ranks per NVLink domain; applied from NeMo 25.09 (FLEX_FROM) to the recipe's rows, its
 # token-drop variant too: Megatron-Bridge's apply_moe_token_drop (training/utils/
 # moe_token_drop.py) changes the model's capacity and dispatcher only, not the recipe's
-# environment and launch. Not taken: gpt_oss_120b (64 GPUs, one rack either way) and the models
-# the tables do not run on GB200 at this size (Kimi K2).
+# environment and launch; NeMo 25.09's and 25.11's own launch (no HybridEP in Megatron-Core 0.14,
+# 0.15) gives 16 too: Slurm `--segment` 16 for 64 trays (docs/runs.md). Not taken: gpt_oss_120b
+# (64 GPUs, one rack either way) and the models the tables do not run on GB200 at this size.
 HYBRID_EP_DOMAIN = (("deepseekv3", "gb200", 64, 64),)
 GB200_TRAY_GPUS = 4          # an NVL72 compute tray: 2 Grace Blackwell superchips, 4 GPUs
 GB200_RACK_GPUS = 72         # an NVL72 rack: 18 trays, one NVLink domain
