@@ -453,7 +453,10 @@ def test_nemotron_4_340b_of_nemo_24_07_fits_without_recomputation():
 def test_nemo_24_03_rows_run_attention_on_flashattention_2s_kernels():
     """NeMo 24.03 (Transformer Engine 1.4) is read with `attention = flash2`, priced at
     attn_eff_sdpa; 24.07 and later keep Transformer Engine's fused attention (runs/stacks.py,
-    FA2_BEFORE)."""
+    FA2_BEFORE). The fit's Jacobian (runs/fit.py `uses`) takes the same constant: attn_eff_sdpa
+    moves the 24.03 row and torchtitan's, attn_eff 24.07's (it had counted the 24.03 row under
+    attn_eff and not under attn_eff_sdpa)."""
+    from astral_dsl.runs.fit import uses
     from astral_dsl.seer.costs import Costs
     rows = [_row("r196"), _row("r171"), _row("r117")]
     prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
@@ -464,6 +467,32 @@ def test_nemo_24_03_rows_run_attention_on_flashattention_2s_kernels():
     p = prepared["r196"]
     assert Costs.of(p.spec, p.gpu).attn_eff == cal.attn_eff_sdpa
     assert Costs.of(prepared["r171"].spec, p.gpu).attn_eff == cal.attn_eff
+    names = ("attn_eff", "attn_eff_sdpa", "attn_eff_blackwell", "attn_seq_half")
+    assert [uses(n, p.spec, p.gpu) for n in names] == [False, True, False, True]
+    q = prepared["r171"]
+    assert [uses(n, q.spec, q.gpu) for n in names] == [True, False, False, True]
+    t = next(iter(prepare(parse_table(_csv([_row("r213")]), "t.csv"))))
+    assert t.spec.framework == "torchtitan"
+    assert [uses(n, t.spec, t.gpu) for n in names] == [False, True, False, True]
+
+
+def test_attention_rate_names_the_constant_each_stack_is_priced_at():
+    """seer/costs.py attention_rate: FlashAttention-2's kernels (torchtitan's scaled-dot-product
+    attention, `attention = flash2`) at attn_eff_sdpa on any GPU, Transformer Engine's fused
+    attention at attn_eff, on Blackwell attn_eff_blackwell; Costs takes that constant's value."""
+    from astral_dsl.seer.costs import Costs, GpuSpec, attention_rate
+    assert attention_rate("torchtitan", "flash", "hopper") == "attn_eff_sdpa"
+    assert attention_rate("megatron", "flash2", "hopper") == "attn_eff_sdpa"
+    assert attention_rate("automodel", "flash2", "blackwell") == "attn_eff_sdpa"
+    assert attention_rate("megatron", "flash", "hopper") == "attn_eff"
+    assert attention_rate("megatron", "flash", "ampere") == "attn_eff"
+    assert attention_rate("megatron", "flash", "blackwell") == "attn_eff_blackwell"
+    cal = shipped()
+    for arch, want in (("hopper", cal.attn_eff), ("blackwell", cal.attn_eff_blackwell)):
+        gpu = GpuSpec("G", (("bf16", 989e12),), 80e9, 3350e9, 450e9, arch=arch)
+        assert Costs(gpu, "bf16").set_framework("megatron", True).attn_eff == want
+        assert Costs(gpu, "bf16").set_framework("megatron", True, "flash2").attn_eff == \
+            cal.attn_eff_sdpa
 
 
 def test_automodel_pipelines_run_once_per_accumulation_step():

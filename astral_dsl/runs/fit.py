@@ -181,6 +181,8 @@ class Problem:
 def uses(name: str, spec, gpu) -> bool:
     """Whether the forecast of `spec` on `gpu` can depend on constant `name` (a superset of
     the rows it moves, from what each constant prices: seer/costs.py, lower.py)."""
+    from astral_dsl.seer.costs import attention_rate
+
     m, par = spec.model, spec.parallel
     moe = m.experts > 0
     fused = spec.attention != "unfused"
@@ -195,15 +197,17 @@ def uses(name: str, spec, gpu) -> bool:
         return par.tp > 1 or par.zero >= 3
     if name == "softmax_eff":
         return not fused
+    # the constant that prices the job's attention kernels, as Costs.set_framework takes it
+    # (an `attention = flash2` row had been left out of attn_eff_sdpa's column)
+    rate = fused and attention_rate(spec.framework, spec.attention, gpu.arch)
     if name == "attn_eff":
-        return (fused and spec.framework != "torchtitan" and gpu.arch != "blackwell") or (
-            m.hybrid and gpu.arch != "blackwell")
+        return rate == name or (m.hybrid and gpu.arch != "blackwell")
     if name == "attn_eff_blackwell":
-        return (fused and spec.framework != "torchtitan" or m.hybrid) and gpu.arch == "blackwell"
+        return rate == name or (m.hybrid and gpu.arch == "blackwell")
     if name == "attn_seq_half":
         return fused or m.hybrid
     if name == "attn_eff_sdpa":
-        return fused and spec.framework == "torchtitan"
+        return rate == name
     if name == "host_layer_s":
         return not spec.cuda_graphs
     if name == "moe_layer_s":

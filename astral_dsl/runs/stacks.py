@@ -136,15 +136,16 @@ FP8_PARAMS_FROM = (24, 7)
 # set_mcore_fsdp_configs) no longer do; Megatron-Bridge (0.3.0, 0.6.2) never did.
 FSDP_NO_FP8_PARAMS = ((25, 4),)
 # Before this release the NeMo rows are read with attention on FlashAttention-2's kernels
-# (`attention = flash2`). Transformer Engine 2.9 prefers its cuDNN FusedAttention on Hopper
-# ("Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance
-# reasons", attention/dot_product_attention/utils.py, get_attention_backend); Transformer Engine
-# 1.x's DotProductAttention.forward took its FlashAttention path (the flash-attn package, version
-# 2) first when both were enabled. When the preference reached the NeMo containers is an
-# ASSUMPTION (24.03 ran Transformer Engine 1.4; the table has no row between 24.03 and 24.07),
-# which the data agree with: NeMo 24.03's Llama 2 7B at 16K tokens without CP (attention 40 % of
-# its step) is forecast 19 % too fast on Transformer Engine's fused kernels, 5 % too slow on
-# FlashAttention-2's; 24.07's rows of 2K-4K tokens fit on the fused ones.
+# (`attention = flash2`, the flash-attn package). Transformer Engine prefers its cuDNN
+# FusedAttention on Hopper ("Disabling FlashAttention to give FusedAttention preference on
+# Hopper+ for performance reasons": 1.9.0's pytorch/attention.py and 2.9's attention/
+# dot_product_attention/utils.py, get_attention_backend) and takes its FlashAttention path
+# otherwise. Whether 1.4, which NeMo 24.03 ran, already preferred cuDNN is not known (no registry
+# has 1.4-1.8; the table has no row between 24.03 and 24.07): that it did not is an ASSUMPTION,
+# which the data agree with: NeMo 24.03's Llama 2 7B at 16K, 128K and 512K tokens (attention
+# 40-95 % of the step) are forecast +32, +80 and +88 % on the fused kernels' fitted rate
+# (attn_eff), +3, +5 and +3 % on FlashAttention-2's published H100 rate (docs/seer.md, stop 54);
+# 24.07's rows of 2K-4K tokens fit on the fused ones.
 FA2_BEFORE = (24, 7)
 
 

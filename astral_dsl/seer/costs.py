@@ -109,6 +109,16 @@ def eff_name(prec: str, arch: str) -> str:
     return EFF_OF[prec]
 
 
+def attention_rate(framework: str, attention: str, arch: str) -> str:
+    """The fitted constant that prices a job's fused attention: FlashAttention-2's kernels for
+    torchtitan (PyTorch's scaled-dot-product attention) and for `attention = flash2`
+    (attn_eff_sdpa), Transformer Engine's fused attention otherwise (attn_eff, on Blackwell
+    attn_eff_blackwell). The fit's Jacobian takes the same (runs/fit.py `uses`)."""
+    if framework == "torchtitan" or attention == "flash2":
+        return "attn_eff_sdpa"
+    return "attn_eff_blackwell" if arch == "blackwell" else "attn_eff"
+
+
 def gemm_efficiency(cal, prec: str, arch: str) -> float:
     """The large-GEMM efficiency of precision family `prec` on generation `arch`: the 16-bit
     one's, times the family's ratio to it (at most 1) for fp8, MXFP8 and NVFP4."""
@@ -282,15 +292,10 @@ class Costs:
         self.eager = False
 
     def set_framework(self, framework: str, compiled: bool, attention: str = "flash") -> "Costs":
-        """The framework's kernels: FlashAttention-2's for torchtitan (PyTorch's scaled-dot-product
-        attention) and for `attention = flash2` (attn_eff_sdpa), Transformer Engine's fused
-        attention otherwise; an eager PyTorch step
+        """The framework's attention kernels (attention_rate); an eager PyTorch step
         (torchtitan without torch.compile) runs its norms, activation functions and rotary
         embeddings as several unfused kernels (EAGER)."""
-        cal = self.cal
-        fa2 = framework == "torchtitan" or attention == "flash2"
-        self.attn_eff = (cal.attn_eff_sdpa if fa2 else
-                         cal.attn_eff_blackwell if self.gpu.arch == "blackwell" else cal.attn_eff)
+        self.attn_eff = getattr(self.cal, attention_rate(framework, attention, self.gpu.arch))
         self.eager = framework == "torchtitan" and not compiled
         return self
 
