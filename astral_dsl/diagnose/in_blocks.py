@@ -101,8 +101,9 @@ def judged(inst, stage: np.ndarray, eff: np.ndarray, cand: np.ndarray,
     """(expected seconds, NaN where none; whether judged) of the instances `cand` (usable TP
     instances with too few peers and no other forecast): the forecast of their grain times the
     level (the module's docstring), set by those forecast at `floor` seconds or more where any
-    are; a block's forecast of none (Seer hides its TP collectives whole) is 0, judged. `domains`: per TP group, an id of the NVLink domains its members sit in (None: one
-    domain, the level held within `band`)."""
+    are; a block's forecast of none (Seer hides its TP collectives whole) is 0, judged.
+    `domains`: per TP group, an id of the NVLink domains its members sit in (None: one domain,
+    the level held within `band`)."""
     n = len(inst)
     expected = np.full(n, np.nan)
     if not table or not cand.any():
