@@ -118,8 +118,10 @@ CONSTANTS: Tuple[Constant, ...] = (
     Constant("attn_eff_blackwell", "the same on Blackwell (cuDNN's fused attention)", "",
              (0.2, 1.0), (0.50, 0.75), "an assumed range, about Hopper's: no measurement per "
              "head width and sequence was found for Blackwell", weight=3.0),
-    Constant("attn_eff_sdpa", "the same for PyTorch's scaled-dot-product attention kernels as "
-             "torchtitan ran them (FlashAttention-2's kernels on Hopper)", "", (0.1, 1.0),
+    Constant("attn_eff_sdpa", "the same for FlashAttention-2's kernels on Hopper: PyTorch's "
+             "scaled-dot-product attention as torchtitan runs it, and `attention = flash2` "
+             "(Transformer Engine before its cuDNN preference, AutoModel's FlexAttention)", "",
+             (0.1, 1.0),
              (0.30, 0.50),
              "Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608): FlashAttention-2 reaches "
              "about 35 % of an H100's peak", weight=3.0),
