@@ -236,7 +236,8 @@ def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
     trays of 4 (runs/stacks.HYBRID_EP_DOMAIN); the token-drop variant too (same recipe, the
     alltoall dispatcher). Not GPT-OSS 120B's, not H100's, not another EP degree, not before
     NeMo 25.09; a scalable unit of 8 racks then holds 8 x 64 = 512 of the job's GPUs."""
-    from astral_dsl.runs.stacks import SYSTEMS, stack_of, su_gpus
+    from astral_dsl.runs.stacks import stack_of, su_gpus
+    from astral_dsl.runs.system_spec import SYSTEMS
 
     rows = [_row("r001"), _row("r146"), _row("r121"), _row("r003"), _row("r001", id="ep32",
             ep="32"), _row("r001", id="h100", system="DGX-H100", gpu="H100-SXM5-80GB"),

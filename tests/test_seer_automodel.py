@@ -27,8 +27,8 @@ ROW = TOKENS * H * ELEM          # the rank's 16,384 tokens x 2,880 bf16 values:
 
 def job(model=OSS, **kw):
     par = ParallelSpec(tp=1, pp=1, dp=64, ep=64, zero=1)
-    return JobSpec("j", model, par, global_batch=256, micro=4, seq=4096,
-                   framework="automodel", **kw)
+    kw.setdefault("framework", "automodel")
+    return JobSpec("j", model, par, global_batch=256, micro=4, seq=4096, **kw)
 
 
 def ops(phase, model=OSS, **kw):
@@ -49,6 +49,12 @@ def test_the_fake_balanced_gate_runs_five_small_kernels_and_no_router_gemm():
     # the router's top-k gate (the default) keeps its GEMM: 16,384 x 128 x 2,880
     assert "router" in ops("F") and "fake gate" not in ops("F")
     assert ops("F")["router"].flops == 2 * TOKENS * 128 * H
+    # a weightless gate has no scores or top-k under any framework: Megatron-Core's router
+    # kernels (router_kernels.py) follow the top-k gate only
+    mega = {"F": "router scores and top-k", "B": "router scores and top-k bwd"}
+    for phase, name in mega.items():
+        assert name in ops(phase, framework="megatron")
+        assert name not in ops(phase, framework="megatron", moe_routing="round_robin")
 
 
 def test_the_fake_balanced_gate_has_no_backward():

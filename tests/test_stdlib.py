@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.runs.stacks import SYSTEMS
+from astral_dsl.runs.system_spec import SYSTEMS
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse
 from astral_dsl.syntax.source import decode

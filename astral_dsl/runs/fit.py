@@ -31,6 +31,7 @@ from astral_dsl.runs.evaluate import Prepared, prepare
 from astral_dsl.runs.stacks import stated_settings
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer.calibration import CONSTANTS, Calibration, Constant, priors
+from astral_dsl.seer.costs import attention_rate
 
 PRIOR_WEIGHT = 0.01      # one half-width off the prior's centre costs as much as a 1 % error
 LOSS_SCALE = 0.05        # soft-L1 loss: quadratic in a row's log error up to about 5 %, linear
@@ -181,8 +182,6 @@ class Problem:
 def uses(name: str, spec, gpu) -> bool:
     """Whether the forecast of `spec` on `gpu` can depend on constant `name` (a superset of
     the rows it moves, from what each constant prices: seer/costs.py, lower.py)."""
-    from astral_dsl.seer.costs import attention_rate
-
     m, par = spec.model, spec.parallel
     moe = m.experts > 0
     fused = spec.attention != "unfused"

@@ -18,7 +18,7 @@ from typing import Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.runs.precision import squeezed as _n
-from astral_dsl.runs.stacks import SYSTEMS, System
+from astral_dsl.runs.system_spec import SYSTEMS, System
 
 
 @records.frozen

@@ -20,7 +20,7 @@ from astral_dsl.runs.precision import squeezed as _n
 from astral_dsl.runs.moe_recipe import (recipe_alltoall, recipe_hybridep, recipe_token_drop,
                                         sequential_experts)
 from astral_dsl.runs.router_recipe import recipe_router_fusion
-from astral_dsl.runs.system_spec import SYSTEMS, System  # noqa: F401 (re-exported)
+from astral_dsl.runs.system_spec import System
 
 
 @records.frozen

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.runs.precision import squeezed as _n
-from astral_dsl.runs.stacks import System
+from astral_dsl.runs.system_spec import System
 
 
 @records.frozen

@@ -131,7 +131,7 @@ class LinearOps:
         # GEMM's output, not the sum of separate layers' (`parts`); the rest as with `none`
         overlap = tp and self.job.tp_overlap != "none"
         ring = overlap and self.ring > 1
-        gather_ovl = overlap and (not ring or self.gather_fused or not fp8)
+        gather_ovl = overlap and (self.gather_fused or not fp8)
         red_ovl = overlap and not (ring and parts)
         kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
         cast = fp8 and not self.ag_quantised      # a cast reads the re-gathered input

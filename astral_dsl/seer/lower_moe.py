@@ -65,9 +65,9 @@ class MoeOps:
         """The router's kernels after its GEMM on the rank's `sp_tokens` (router_kernels.py:
         Megatron-Core's PyTorch path, or Transformer Engine's fused one with `router_fusion`),
         on tokens x experts fp32 tensors. Megatron-Core only: the other frameworks' gates are
-        not counted."""
+        not counted, and a weightless gate (`gate_free`) has none."""
         job = self.job
-        if job.framework != "megatron":
+        if job.framework != "megatron" or job.gate_free:
             return
         kernels, passes = router_kernels(job.model.router_score, job.model.aux_loss,
                                          job.router_fusion, backward)
