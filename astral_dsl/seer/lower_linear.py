@@ -5,6 +5,7 @@ elementwise kernels, a gated activation's clamps, and the sum of separate layers
 gradients."""
 from __future__ import annotations
 
+from astral_dsl.seer.costs import stream_kind
 from astral_dsl.seer.template import Op
 
 # HBM bytes per element of quantising a 16-bit tensor for a GEMM and for its transpose (the
@@ -84,8 +85,7 @@ class LinearOps:
                  kernels=parts - 1 if eager else 1, kind="stream", join=join)
 
     def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1, kind=None, join=True):
-        kind = kind or ("softmax" if "softmax" in name or "cross entropy" in name else
-                        "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream")
+        kind = kind or stream_kind(name, cat)
         b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels, kind), 0.0, nbytes, "",
                  layer, kernels=kernels), join=join)
 
