@@ -196,9 +196,9 @@ def uses(name: str, spec, gpu) -> bool:
         return par.tp > 1 or par.zero >= 3
     if name == "gemm_waves_expert":
         return moe
-    # softmax_eff: every job (costs.stream_kind: the cross-entropy of its head is a softmax over
-    # the vocabulary), besides the unfused attention's softmax and dropout; it had been listed
-    # for the unfused rows alone, so the fused rows' pull on it never reached the Jacobian
+    # softmax_eff: every job (lower_linear.stream_kind: the cross-entropy of its head is a
+    # softmax over the vocabulary), besides the unfused attention's softmax and dropout; it had
+    # been listed for the unfused rows alone, so the fused rows' pull never reached the Jacobian
     # the constant that prices the job's attention kernels, as Costs.set_framework takes it
     # (an `attention = flash2` row had been left out of attn_eff_sdpa's column)
     rate = fused and attention_rate(spec.framework, spec.attention, gpu.arch)

@@ -37,7 +37,7 @@ each says whether it comes from a data sheet, a published measurement or is an a
   KERNEL_S (STREAM-like kernels reach ~85-90% of the data-sheet bandwidth); softmax and
   dropout kernels (the cross-entropy's softmax over the vocabulary on every job, the unfused
   attention's softmax and dropout) at softmax_eff (fitted) of that, MoE token permutation at
-  permute_eff (fitted): STREAM_RATE, stream_kind.
+  permute_eff (fitted): STREAM_RATE, lower_linear.stream_kind.
 """
 from __future__ import annotations
 
@@ -121,18 +121,9 @@ def attention_rate(framework: str, attention: str, arch: str) -> str:
 
 
 # The fitted constant that prices a memory-bound kernel of each kind below HBM_EFF (the other
-# kinds stream at HBM_EFF); the fit's Jacobian takes the same (runs/fit.py `uses`).
+# kinds stream at HBM_EFF; lower_linear.stream_kind); the fit's Jacobian takes the same
+# (runs/fit.py `uses`).
 STREAM_RATE = {"softmax": "softmax_eff", "dropout": "softmax_eff", "permute": "permute_eff"}
-
-
-def stream_kind(name: str, cat: str) -> str:
-    """The kind of a memory-bound kernel named `name` of category `cat` (STREAM_RATE): a
-    softmax (the cross-entropy, a softmax over the vocabulary on every job's head, and the
-    unfused attention's), a dropout, a norm or a plain stream; permutation and rotary
-    embeddings are named by their callers."""
-    if "softmax" in name or "cross entropy" in name:
-        return "softmax"
-    return "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream"
 
 
 def gemm_efficiency(cal, prec: str, arch: str) -> float:

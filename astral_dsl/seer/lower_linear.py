@@ -5,7 +5,6 @@ elementwise kernels, a gated activation's clamps, and the sum of separate layers
 gradients."""
 from __future__ import annotations
 
-from astral_dsl.seer.costs import stream_kind
 from astral_dsl.seer.template import Op
 
 # HBM bytes per element of quantising a 16-bit tensor for a GEMM and for its transpose (the
@@ -20,6 +19,16 @@ from astral_dsl.seer.template import Op
 # writes 2 x 1 + 0.0625, NVFP4 reads 2 and writes 2 x 0.5 + 0.125.
 CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0),
               "blockwise": (6.0, 6.0), "mxfp8": (0.0625, 4.0625), "nvfp4": (0.125, 3.125)}
+
+
+def stream_kind(name: str, cat: str) -> str:
+    """The kind of a memory-bound kernel named `name` of category `cat` (costs.STREAM_RATE): a
+    softmax (the cross-entropy, a softmax over the vocabulary on every job's head, and the
+    unfused attention's), a dropout, a norm or a plain stream; permutation and rotary
+    embeddings are named by their callers."""
+    if "softmax" in name or "cross entropy" in name:
+        return "softmax"
+    return "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream"
 
 
 class LinearOps:

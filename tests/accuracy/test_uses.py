@@ -15,7 +15,8 @@ import pytest
 from astral_dsl.runs import fit as F
 from astral_dsl.runs.table import read_table
 from astral_dsl.seer.calibration import CONSTANTS, RUN_FILES, shipped
-from astral_dsl.seer.costs import HBM_EFF, KERNEL_S, STREAM_RATE, Costs, GpuSpec, stream_kind
+from astral_dsl.seer.costs import HBM_EFF, KERNEL_S, STREAM_RATE, Costs, GpuSpec
+from astral_dsl.seer.lower_linear import stream_kind
 
 # one row per regime, the first of the shipped tables' rows to bring each (a greedy cover of
 # the features uses() and the lowering branch on, at stop 55)
