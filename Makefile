@@ -63,7 +63,9 @@ bench-diagnose: install
 # Refit Seer's constants on the calibration runs tables and write the shipped fit, then the
 # docs' tables generated from it (docs/seer.md, "Calibration"; docs/runs.md).
 CALIBRATION = astral_dsl/seer/calibration
+# first, that the fit's Jacobian sees every row each constant moves (runs/fit.py `uses`, ~35 s)
 calibrate:
+	ASTRAL_FULL_USES=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/accuracy/test_uses.py
 	$(PYTHON) -m astral_dsl.cli calibrate $(CALIBRATION)/a100.csv $(CALIBRATION)/modern.csv \
 	  --by-source a100 -o $(CALIBRATION)/fit.json --docs docs/seer.md
 

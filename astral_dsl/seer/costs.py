@@ -34,9 +34,10 @@ each says whether it comes from a data sheet, a published measurement or is an a
 - Mamba-2's scan: its Triton kernels one after another, each the longer of its bytes' HBM time
   and its matrix products at the 16-bit GEMM efficiency (`kernels`), plus KERNEL_S.
 - Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
-  KERNEL_S (STREAM-like kernels reach ~85-90% of the data-sheet bandwidth); the unfused
-  attention's softmax and dropout at softmax_eff (fitted) of that, MoE token permutation at
-  permute_eff (fitted).
+  KERNEL_S (STREAM-like kernels reach ~85-90% of the data-sheet bandwidth); softmax and
+  dropout kernels (the cross-entropy's softmax over the vocabulary on every job, the unfused
+  attention's softmax and dropout) at softmax_eff (fitted) of that, MoE token permutation at
+  permute_eff (fitted): STREAM_RATE, lower_linear.stream_kind.
 """
 from __future__ import annotations
 
@@ -117,6 +118,12 @@ def attention_rate(framework: str, attention: str, arch: str) -> str:
     if framework == "torchtitan" or attention == "flash2":
         return "attn_eff_sdpa"
     return "attn_eff_blackwell" if arch == "blackwell" else "attn_eff"
+
+
+# The fitted constant that prices a memory-bound kernel of each kind below HBM_EFF (the other
+# kinds stream at HBM_EFF; lower_linear.stream_kind); the fit's Jacobian takes the same
+# (runs/fit.py `uses`).
+STREAM_RATE = {"softmax": "softmax_eff", "dropout": "softmax_eff", "permute": "permute_eff"}
 
 
 def gemm_efficiency(cal, prec: str, arch: str) -> float:
@@ -280,8 +287,7 @@ class Costs:
         self.base_peak = gpu.peak(self.base)
         self.bw = gpu.hbm_bw * HBM_EFF
         self.table = table
-        self.kernel_hbm = {"softmax": cal.softmax_eff, "dropout": cal.softmax_eff,
-                           "permute": cal.permute_eff}
+        self.kernel_hbm = {k: getattr(cal, c) for k, c in STREAM_RATE.items()}
         self.esize = 2 if self.base in ("bf16", "fp16") else 4
         self.qsize = quant_bytes
         self.eff = {self.base: gemm_efficiency(cal, self.base, gpu.arch)}

@@ -21,6 +21,16 @@ CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0
               "blockwise": (6.0, 6.0), "mxfp8": (0.0625, 4.0625), "nvfp4": (0.125, 3.125)}
 
 
+def stream_kind(name: str, cat: str) -> str:
+    """The kind of a memory-bound kernel named `name` of category `cat` (costs.STREAM_RATE): a
+    softmax (the cross-entropy, a softmax over the vocabulary on every job's head, and the
+    unfused attention's), a dropout, a norm or a plain stream; permutation and rotary
+    embeddings are named by their callers."""
+    if "softmax" in name or "cross entropy" in name:
+        return "softmax"
+    return "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream"
+
+
 class LinearOps:
     """Lowering's GEMM and elementwise operators (attributes: lower.Lowering)."""
 
@@ -84,8 +94,7 @@ class LinearOps:
                  kernels=parts - 1 if eager else 1, kind="stream", join=join)
 
     def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1, kind=None, join=True):
-        kind = kind or ("softmax" if "softmax" in name or "cross entropy" in name else
-                        "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream")
+        kind = kind or stream_kind(name, cat)
         b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels, kind), 0.0, nbytes, "",
                  layer, kernels=kernels), join=join)
 

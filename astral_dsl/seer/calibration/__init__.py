@@ -100,8 +100,9 @@ CONSTANTS: Tuple[Constant, ...] = (
              "an assumed range: overlapped communication slows the computation it overlaps "
              "(Rashidi et al. 2021, ISCA; Wang et al. 2023, ASPLOS) by an amount that depends "
              "on the kernels"),
-    Constant("softmax_eff", "fraction of the streaming HBM bandwidth that the unfused "
-             "attention's softmax and dropout kernels reach (row reductions, random numbers)",
+    Constant("softmax_eff", "fraction of the streaming HBM bandwidth that softmax and dropout "
+             "kernels reach (row reductions, random numbers): every job's cross-entropy (a "
+             "softmax over the vocabulary), the unfused attention's softmax and dropout",
              "", (0.3, 1.0), (0.6, 0.9),
              "an assumed range: memory-bound kernels that reduce rows or draw random numbers "
              "run below the bandwidth of plain streaming kernels"),
