@@ -28,3 +28,11 @@ def test_a_layer_larger_than_its_bucket_waits_for_each():
     done, end = _chain([(0, 1.0), (0, 1.0), (0, 1.0)], [0.5])
     assert done == [3.0]
     assert end == 3.0
+
+
+def test_aligned_chunks_gather_back_to_back():
+    # with virtual stages (align_param_gather) a chunk's buckets go out all at once: each
+    # item waits for its own bucket only, the compute not counted
+    done, end = _chain([(0, 1.0), (1, 1.0), (1, 1.0), (2, 0.5)], [2.0, 1.0, 1.0], aligned=True)
+    assert done == [1.0, 3.0, 3.5]
+    assert end == 3.5

@@ -285,7 +285,7 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
         pieces += [(prev + 1, g / k)] * k
         prev = last
     done, t = _chain(pieces, [layer_f[o] if k or extra <= 0 else 0.0
-                              for k, o in enumerate(owner)])
+                              for k, o in enumerate(owner)], aligned=len(low.chunks[i]) > 1)
     run.gather = (0.0, t)
     gates = {}
     for c in range(len(low.chunks[i])):
@@ -303,7 +303,7 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     return {first_forward[c]: gate for c, gate in gates.items()}
 
 
-def _chain(pieces, compute) -> Tuple[List[float], float]:
+def _chain(pieces, compute, aligned: bool = False) -> Tuple[List[float], float]:
     """Megatron-Core's overlapped parameter gather (0.15.0 distributed/param_and_grad_buffer.py
     `finish_param_sync`, called by the forward pre-hook of every module for each of its
     parameters, distributed_data_parallel.py `_make_forward_pre_hook`): a bucket's all-gather
@@ -311,11 +311,19 @@ def _chain(pieces, compute) -> Tuple[List[float], float]:
     compute; a module whose parameters span several buckets waits for each in turn. Items
     (the embedding, then each layer) run `compute` seconds each from time 0, each after its
     buckets arrived; `pieces` are the buckets in forward order, (first item, gather seconds).
-    Returns per item the time its compute starts, and when the last gather ends."""
+    `aligned`: with virtual pipeline stages Megatron-Bridge and NeMo set `align_param_gather`
+    (training/comm_overlap.py, nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py:
+    pipeline and virtual stages > 1), and the schedule dispatches a chunk's buckets all at once
+    (Megatron-Core pipeline_parallel/schedules.py, `param_sync_func`; the hooks dispatch
+    nothing): back to back from time 0, each item waiting for its bucket only. Returns per item
+    the time its compute starts (aligned: its bucket's arrival), and when the last gather
+    ends."""
     done = [0.0] * len(compute)
     t, nccl, ready = 0.0, 0.0, {}
-    if pieces:
-        ready[0] = nccl = pieces[0][1]
+    for p, (_, g) in enumerate(pieces if aligned else pieces[:1]):
+        ready[p] = nccl = nccl + g
+    if aligned:
+        compute = [0.0] * len(compute)
     p = 0
     for k in range(len(compute)):
         while p < len(pieces) and pieces[p][0] == k:
