@@ -253,8 +253,9 @@ def _buckets(items, size):
 def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     """With ZeRO-1/2 and `overlap_param_gather` (Megatron-LM's --overlap-param-gather), the
     weights the last step updated are all-gathered in buckets during this iteration's forward,
-    in forward order; a chunk's first forward waits for the bucket holding its first layer and
-    ends no earlier than one layer after the bucket holding its last. Returns the position of
+    in forward order, one bucket ahead of the layer that needs it (_chain); a chunk's first
+    forward waits for the bucket holding its first layer and ends no earlier than one layer
+    after its last layer's buckets have let that layer start. Returns the position of
     each chunk's first forward -> (first ready, last ready, one layer's forward time) and records
     the gather on the DP stream."""
     job, lay = low.job, low.groups["dp"]
@@ -271,13 +272,20 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     if extra > 0:
         items.insert(0, (extra, 0.0, 0.0))
         owner.insert(0, 0)
-    t, done = 0.0, [0.0] * len(items)
-    prev, mine = -1, low.at(i)         # the stage's lowering: its own groups
-    for last, (dense, expert, linear) in _buckets(items, max(BUCKET_PARAMS, 1e6 * lay.n)):
-        t += mine.param_gather((dense, expert), linear)
-        for k in range(prev + 1, last + 1):
-            done[k] = t
+    mine = low.at(i)                   # the stage's lowering: its own groups
+    size = max(BUCKET_PARAMS, 1e6 * lay.n)
+    layer_f = {c: low.template(i, c, "F").duration / max(1, low.chunks[i][c][1])
+               for c in range(len(low.chunks[i]))}
+    # the buckets in forward order, each (first item, gather seconds); a bucket over `size`
+    # (one layer larger than a bucket) is Megatron-Core's several buckets, cut at parameters
+    pieces, prev = [], -1
+    for last, (dense, expert, linear) in _buckets(items, size):
+        g = mine.param_gather((dense, expert), linear)
+        k = max(1, int(-(-(dense + expert) // size)))
+        pieces += [(prev + 1, g / k)] * k
         prev = last
+    done, t = _chain(pieces, [layer_f[o] if k or extra <= 0 else 0.0
+                              for k, o in enumerate(owner)], aligned=len(low.chunks[i]) > 1)
     run.gather = (0.0, t)
     gates = {}
     for c in range(len(low.chunks[i])):
@@ -293,6 +301,41 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
             if len(first_forward) == run.v:
                 break
     return {first_forward[c]: gate for c, gate in gates.items()}
+
+
+def _chain(pieces, compute, aligned: bool = False) -> Tuple[List[float], float]:
+    """Megatron-Core's overlapped parameter gather (0.15.0 distributed/param_and_grad_buffer.py
+    `finish_param_sync`, called by the forward pre-hook of every module for each of its
+    parameters, distributed_data_parallel.py `_make_forward_pre_hook`): a bucket's all-gather
+    is dispatched when the previous bucket's is waited for, so one is in flight ahead of the
+    compute; a module whose parameters span several buckets waits for each in turn. Items
+    (the embedding, then each layer) run `compute` seconds each from time 0, each after its
+    buckets arrived; `pieces` are the buckets in forward order, (first item, gather seconds).
+    `aligned`: with virtual pipeline stages Megatron-Bridge and NeMo set `align_param_gather`
+    (training/comm_overlap.py, nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py:
+    pipeline and virtual stages > 1), and the schedule dispatches a chunk's buckets all at once
+    (Megatron-Core pipeline_parallel/schedules.py, `param_sync_func`; the hooks dispatch
+    nothing): back to back from time 0, each item waiting for its bucket only. Returns per item
+    the time its compute starts (aligned: its bucket's arrival), and when the last gather
+    ends."""
+    done = [0.0] * len(compute)
+    t, nccl, ready = 0.0, 0.0, {}
+    for p, (_, g) in enumerate(pieces if aligned else pieces[:1]):
+        ready[p] = nccl = nccl + g
+    if aligned:
+        compute = [0.0] * len(compute)
+    p = 0
+    for k in range(len(compute)):
+        while p < len(pieces) and pieces[p][0] == k:
+            if p not in ready:
+                ready[p] = nccl = max(t, nccl) + pieces[p][1]
+            t = max(t, ready[p])
+            if p + 1 < len(pieces) and p + 1 not in ready:
+                ready[p + 1] = nccl = max(t, nccl) + pieces[p + 1][1]
+            p += 1
+        done[k] = t
+        t += compute[k]
+    return done, nccl
 
 
 def iteration_tail(low, runs: List[StageRun]) -> float:
