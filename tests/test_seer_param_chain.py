@@ -1,7 +1,10 @@
 """The overlapped parameter gather as Megatron-Core chains it (schedule._chain): one bucket in
 flight, dispatched when the previous one is waited for (0.15.0 param_and_grad_buffer.py
 `finish_param_sync`), every bucket of a layer waited for at that layer."""
+import attrs
+
 from astral_dsl.seer.schedule import _chain
+from test_seer_expert_dp import GPU, MOE, NET, job
 
 
 def test_one_bucket_ahead_of_the_compute():
@@ -36,3 +39,34 @@ def test_aligned_chunks_gather_back_to_back():
     done, end = _chain([(0, 1.0), (1, 1.0), (1, 1.0), (2, 0.5)], [2.0, 1.0, 1.0], aligned=True)
     assert done == [1.0, 3.0, 3.5]
     assert end == 3.5
+
+
+
+def _aligned_calls(monkeypatch, job):
+    """The `aligned` argument of every _chain call of a forecast of `job`."""
+    from astral_dsl.seer import schedule
+    from astral_dsl.seer.forecast import run
+
+    calls = []
+    real = schedule._chain
+
+    def spy(pieces, compute, aligned=False):
+        calls.append(aligned)
+        return real(pieces, compute, aligned)
+
+    monkeypatch.setattr(schedule, "_chain", spy)
+    run(job, GPU, NET)
+    return set(calls)
+
+
+def test_the_host_sets_whether_the_buckets_chain(monkeypatch):
+    """The hooks dispatch on the host, and waiting for a bucket blocks the compute stream, not
+    the host: a host that waits for each MoE layer's token counts keeps pace with the compute
+    (chained); with CUDA graphs (no token-count wait) or a dense model it runs ahead and the
+    buckets go out back to back (as aligned)."""
+    moe = attrs.evolve(job(), overlap_param_gather=True)
+    assert moe.host_counts
+    assert _aligned_calls(monkeypatch, moe) == {False}
+    assert _aligned_calls(monkeypatch, attrs.evolve(moe, cuda_graphs=True)) == {True}
+    dense = attrs.evolve(moe, model=attrs.evolve(MOE, experts=0, top_k=0, moe_ffn=0))
+    assert _aligned_calls(monkeypatch, dense) == {True}

@@ -253,7 +253,8 @@ def _buckets(items, size):
 def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     """With ZeRO-1/2 and `overlap_param_gather` (Megatron-LM's --overlap-param-gather), the
     weights the last step updated are all-gathered in buckets during this iteration's forward,
-    in forward order, one bucket ahead of the layer that needs it (_chain); a chunk's first
+    in forward order, one bucket ahead of the layer that needs it where the host keeps pace
+    with the compute, back to back where it runs ahead (_chain); a chunk's first
     forward waits for the bucket holding its first layer and ends no earlier than one layer
     after its last layer's buckets have let that layer start. Returns the position of
     each chunk's first forward -> (first ready, last ready, one layer's forward time) and records
@@ -284,8 +285,13 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
         k = max(1, int(-(-(dense + expert) // size)))
         pieces += [(prev + 1, g / k)] * k
         prev = last
+    # the host dispatches the next bucket as it passes a module's hook; it keeps pace with the
+    # compute only where it waits for the device every layer (an MoE layer's token counts,
+    # JobSpec.host_counts), else it runs ahead and the buckets go out back to back (_chain)
+    tied = bool(job.model.experts) and job.host_counts
     done, t = _chain(pieces, [layer_f[o] if k or extra <= 0 else 0.0
-                              for k, o in enumerate(owner)], aligned=len(low.chunks[i]) > 1)
+                              for k, o in enumerate(owner)],
+                     aligned=len(low.chunks[i]) > 1 or not tied)
     run.gather = (0.0, t)
     gates = {}
     for c in range(len(low.chunks[i])):
@@ -308,14 +314,23 @@ def _chain(pieces, compute, aligned: bool = False) -> Tuple[List[float], float]:
     `finish_param_sync`, called by the forward pre-hook of every module for each of its
     parameters, distributed_data_parallel.py `_make_forward_pre_hook`): a bucket's all-gather
     is dispatched when the previous bucket's is waited for, so one is in flight ahead of the
-    compute; a module whose parameters span several buckets waits for each in turn. Items
+    compute; a module whose parameters span several buckets waits for each in turn. That
+    holds where the host keeps pace with the compute: the hook dispatches on the host, and
+    waiting for a bucket blocks the compute stream, not the host (PyTorch's torch.distributed
+    documentation, "Synchronous and asynchronous collective operations": a CUDA collective's
+    wait() "will block the currently active CUDA stream ... but will not block the CPU"; unless
+    TORCH_NCCL_BLOCKING_WAIT is set, which the recipes do not set), so a host that
+    runs ahead of the device dispatches every bucket early and NCCL's stream runs them back to
+    back; it keeps pace where it waits for the device each layer (dropless MoE's token counts,
+    JobSpec.host_counts), as `aligned` does not. Items
     (the embedding, then each layer) run `compute` seconds each from time 0, each after its
     buckets arrived; `pieces` are the buckets in forward order, (first item, gather seconds).
     `aligned`: with virtual pipeline stages Megatron-Bridge and NeMo set `align_param_gather`
     (training/comm_overlap.py, nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py:
     pipeline and virtual stages > 1), and the schedule dispatches a chunk's buckets all at once
     (Megatron-Core pipeline_parallel/schedules.py, `param_sync_func`; the hooks dispatch
-    nothing): back to back from time 0, each item waiting for its bucket only. Returns per item
+    nothing): back to back from time 0, each item waiting for its bucket only (so too a host
+    that runs ahead). Returns per item
     the time its compute starts (aligned: its bucket's arrival), and when the last gather
     ends."""
     done = [0.0] * len(compute)
