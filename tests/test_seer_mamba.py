@@ -66,16 +66,18 @@ def test_the_scan_is_its_triton_kernels_bytes_and_products():
     #   2 x 12,288, flips and cumsum 3 x 8 h = 1,536, ddAcs 22,016 and its sum 20 h = 1,280,
     #   two adds 2 x 12 h = 1,536,
     #   chunk_cumsum_bwd (8 + 2 e) h = 768: 378,752 bytes in 26 kernels;
-    #   and 8 small launches: the two sums of D's partials (4 h x ceil(128 / 32) / 128 = 8 each),
+    #   and 10 small launches: the two sums of D's partials (4 h x ceil(128 / 32) / 128 = 8 each)
+    #   and their casts to the bf16 parameter's dtype (per layer: 0 a token),
     #   state_passing_bwd's dA sum (4 h / Q = 2), the pre-hooks' zeroed dt and dA gradients
     #   (4 h = 256 each), the last position's dA added in place (12 h / Q = 6), the zeroed dA
-    #   and dt-bias gradients (per layer: 0 a token): 536 more, 379,288 bytes in 34 kernels
+    #   and dt-bias gradients (per layer: 0 a token): 536 more, 379,288 bytes in 36 kernels
     low, _ = _in_proj(HYBRID)
     assert low._ssd_bytes(False) == 8192 * 108160
     assert low._ssd_bytes(True) == 8192 * 379288
-    assert (len(low._ssd_kernels(False)), len(low._ssd_kernels(True))) == (5, 34)
+    assert (len(low._ssd_kernels(False)), len(low._ssd_kernels(True))) == (5, 36)
     names = [n for n, _, _ in low._ssd_kernels(True)]
     assert names.count("sum dD") == 2 and names.index("zero ddt") + 1 == names.index("bwd_dx")
+    assert [names[i + 1] for i, n in enumerate(names) if n == "sum dD"] == ["cast dD"] * 2
     assert names.index("zero ddA") + 1 == names.index("bwd_dC")
     # products per token: forward 2 h P N (states) + 2 G Q N (C B^T) + 2 h P (N + Q) (output)
     #   = 1,048,576 + 262,144 + 2,097,152 = 3,407,872; backward the states and C B^T again, the
@@ -111,18 +113,34 @@ def test_two_sequences_a_micro_batch_copy_the_scan_s_input_and_output():
 
 
 def test_the_mamba_layer_s_small_launches():
-    # Megatron-Core 0.16.0 _ssm_training: -exp(A_log.float()), dt_bias.float(), D.float() on 64
-    # heads of bf16 parameters: 5 kernels, 64 x (6 + 8 + 8 + 6 + 6) = 2,176 bytes; backward 5,
-    # 64 x (6 + 6 + 12 + 8 + 6) = 2,432; causal-conv1d 1.5.2's backward zeroes and casts the
+    # Megatron-Core 0.16.0 _ssm_training: -exp(A_log.float()) and dt_bias.float() on 64 heads of
+    # bf16 parameters, D passed as it is (D_has_hdim False): 4 kernels, 64 x (6 + 8 + 8 + 6) =
+    # 1,792 bytes; backward 4 (dt_bias's cast back 6, the negation 8, the exponential's product
+    # 12, A_log's cast back 6): 64 x 32 = 2,048; causal-conv1d 1.5.2's backward zeroes and casts the
     # weight and bias gradients around its kernel, after the recomputed forward: 6 kernels;
     # the gated norm's backward sums and casts its weight-gradient partials: 3 kernels
     low, _ = _in_proj(HYBRID)
     fwd = {o.name: o for o in low.template(0, 0, "F").ops}
     bwd = {o.name: o for o in low.template(0, 0, "B").ops}
-    assert (fwd["mamba A dt D"].nbytes, fwd["mamba A dt D"].kernels) == (2176, 5)
-    assert (bwd["mamba A dt D bwd"].nbytes, bwd["mamba A dt D bwd"].kernels) == (2432, 5)
+    assert (fwd["mamba A dt D"].nbytes, fwd["mamba A dt D"].kernels) == (1792, 4)
+    assert (bwd["mamba A dt D bwd"].nbytes, bwd["mamba A dt D bwd"].kernels) == (2048, 4)
     assert bwd["mamba conv1d bwd"].kernels == 6 and bwd["mamba gated norm bwd"].kernels == 3
-    # launch-bound: 5 x 4 us and 2,176 bytes at 85 % of 8 TB/s
-    assert abs(fwd["mamba A dt D"].dur - (5 * 4e-6 + 2176 / 6.8e12)) < 1e-15
+    # launch-bound: 4 x 4 us and 1,792 bytes at 85 % of 8 TB/s
+    assert abs(fwd["mamba A dt D"].dur - (4 * 4e-6 + 1792 / 6.8e12)) < 1e-15
     # the norm's backward: 3 x 8,192 x 4,096 x 2 bytes at 6.8 TB/s and 3 x 4 us
     assert abs(bwd["mamba gated norm bwd"].dur - (3 * 8192 * 4096 * 2 / 6.8e12 + 3 * 4e-6)) < 1e-12
+
+
+def test_a_hybrid_model_s_attention_has_no_rotary_embedding_under_megatron():
+    # Megatron-Core's MambaModel defaults to position_embedding_type "none" (0.16.1
+    # models/mamba/mamba_model.py:76), as Megatron-Bridge's MambaModelProvider does and its
+    # Nemotron-H bridge sets: the hybrid's attention layer ("*") runs no RoPE either way; the same
+    # attention in a Llama-style model rotates its queries and keys, read and written once:
+    # 2 x 8,192 tokens x (32 + 2) x 128 x 2 bytes = 142,606,336
+    low, _ = _in_proj(HYBRID)
+    assert not any("rope" in o.name for ph in "FB" for o in low.template(0, 0, ph).ops)
+    assert any(o.name == "flash attention" for o in low.template(0, 0, "F").ops)
+    dense = attrs.evolve(HYBRID, pattern="", mamba_heads_stated=0)
+    job = JobSpec("j", dense, ParallelSpec(tp=1, dp=8), 8, 1, 8192, "none", "bf16")
+    ops = Lowering(job, Costs.of(job, GB200), NET).template(0, 0, "F").ops
+    assert [o.nbytes for o in ops if o.name == "rope"] == [142606336] * 4

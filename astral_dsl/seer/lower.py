@@ -223,7 +223,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         if kind in ("T", "*") and not m.mla:
             self._linear(b, "recompute k proj", tokens, self.kv_heads * m.head_dim, h, L,
                          norm_fed=True)
-            if not m.gpt:
+            if self._rotary:
                 self._rope(b, L, "recompute ")
             if self.tp == 1:
                 self._linear(b, "recompute out proj", tokens, h, self.heads * m.v_dim, L)

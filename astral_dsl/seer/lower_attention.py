@@ -66,6 +66,17 @@ class AttentionOps:
             t = t if whole is None else whole
         return name, "attention", "compute", t, flops, nb, "", L
 
+    @property
+    def _rotary(self) -> bool:
+        """Whether the attention layers apply rotary embeddings: not a GPT-style `gelu` model's
+        (learned positions), nor a hybrid model's under Megatron-Core, whose MambaModel defaults
+        to `position_embedding_type = 'none'` (models/mamba/mamba_model.py:76, 0.16.1), as
+        Megatron-Bridge's MambaModelProvider does (models/mamba/mamba_provider.py:151, 0.4.2)
+        and its Nemotron-H bridge sets (models/nemotronh/nemotron_h_bridge.py:272, 0.6.0:
+        "Mamba doesn't use position embeddings")."""
+        m = self.job.model
+        return not (m.gpt or (m.hybrid and self.job.framework == "megatron"))
+
     def _rope(self, b, L, pre, backward=False):
         """Rotary position embeddings on the queries and keys (their rotary part with MLA):
         read and write once (Transformer Engine's fused RoPE; costs.EAGER when eager), or
@@ -312,7 +323,7 @@ class AttentionOps:
         m, tokens = self.job.model, self.tokens
         self._norm_fwd(b, pre + "input norm", L)
         self._qkv_fwd(b, L, pre, pre + "attn all-gather")
-        if not m.gpt:
+        if self._rotary:
             self._rope(b, L, pre)
         self._attention_fwd(b, L, pre)
         self._linear(b, pre + "out proj", tokens, m.hidden, self.heads * m.v_dim, L,
@@ -327,7 +338,7 @@ class AttentionOps:
         self._linear_bwd(b, "out proj", tokens, h, self.heads * m.v_dim, L, column=False,
                          grad_gather="attn grad all-gather")
         self._attention_bwd(b, L)
-        if not m.gpt:
+        if self._rotary:
             self._rope(b, L, "", backward=True)
         self._qkv_bwd(b, L)
         self._ew(b, "input norm bwd", 3 * sp_tokens * h * elem, L, "norm")

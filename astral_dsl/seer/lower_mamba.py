@@ -51,7 +51,8 @@ class MambaOps:
         (x, dout, C B^T in; 4 fp32 partials per position, summed: 2 h Q P); chunk_cumsum_bwd.
         The backward's small launches besides (mamba_ssm 2.2.4 and 2.2.6.post3 alike): the sums
         of D's fp32 partials after the dz and the dx kernels (Megatron-Core passes D, one per
-        head: `dD[:n_valid_blocks].sum`, at most ceil(Q / 32) partials a chunk and head), the sum
+        head: `dD[:n_valid_blocks].sum(...).to(dtype=D.dtype)`, at most ceil(Q / 32) partials a
+        chunk and head, each sum cast to the bf16 parameter's dtype: per layer), the sum
         of state_passing_bwd's dA partials over its blocks (h fp32 a chunk each: launch-bound,
         counted at its output), the autotuner's pre-hooks that zero the dx kernel's dt gradient
         and the dC kernel's dA gradient before their atomic adds (`init_to_zero`: 4 h each) and
@@ -76,13 +77,13 @@ class MambaOps:
                   ("chunk_state", e * d + e * gn + 8 * h + 4 * s, ((state, Q),)),
                   ("state_passing", 8 * s, ()),
                   ("bwd_dz", 6 * e * d, ()),
-                  ("sum dD", 4 * h * -(-Q // 32) / Q, ()),
+                  ("sum dD", 4 * h * -(-Q // 32) / Q, ()), ("cast dD", 0.0, ()),
                   ("bwd_dstates", e * gn + 4 * h + e * d + 4 * s, ((state, Q),)),
                   ("state_passing_bwd", (8 + 2 * e) * s + 12 * h, ()),
                   ("sum ddA chunk", 4 * h / Q, ()),
                   ("zero ddt", 4 * h, ()),
                   ("bwd_dx", 3 * e * d + 12 * h + e * gn + 4 * c + e * s, ((scan, Q), (state, N))),
-                  ("sum dD", 4 * h * -(-Q // 32) / Q, ()),
+                  ("sum dD", 4 * h * -(-Q // 32) / Q, ()), ("cast dD", 0.0, ()),
                   ("bwd_db", e * d + 12 * h + e * s + e * gn + 4 * gn, ((state, P),)),
                   ("sum db", 8 * gn, ()), ("cumsum", 8 * h, ()),
                   ("zero ddA", 4 * h, ()),
@@ -126,13 +127,15 @@ class MambaOps:
             self._ew(b, name, 2 * self.tokens * width * self.elem, L)
 
     def _mamba_params(self, b, name, heads, backward, L):
-        """Megatron-Core 0.16.0's mixer (ssm/mamba_mixer.py `_ssm_training`) hands the scan
-        A = -torch.exp(A_log.float()), dt_bias.float() and D.float(): with the parameters in
-        bf16 (Float16Module, transformer/module.py, casts the model) that is 5 kernels on a
-        vector of `heads` (a cast, exp and negation; two casts: 34 bytes a head), and their
-        autograd backward 5 more (two casts back, the negation's, the exponential's product
-        and A_log's cast: 38 bytes a head)."""
-        self._ew(b, name, (38 if backward else 34) * heads, L, kernels=5)
+        """Megatron-Core 0.16.0 and 0.16.1's mixer (ssm/mamba_mixer.py `_ssm_training`, lines
+        645-668 of 0.16.0) hands the scan A = -torch.exp(A_log.float()) and dt_bias.float(), and
+        D as it is (`D.float()` only with `D_has_hdim`, default False, which no Megatron-Bridge
+        provider sets; mamba_ssm casts the summed D gradient back itself): with the parameters
+        in bf16 (Float16Module, transformer/module.py, casts the model) that is 4 kernels on a
+        vector of `heads` (a cast, exp and negation; dt_bias's cast: 6 + 8 + 8 + 6 = 28 bytes a
+        head), and their autograd backward 4 more (dt_bias's cast back 6, the negation's 8, the
+        exponential's product 12 and A_log's cast back 6: 32 bytes a head)."""
+        self._ew(b, name, (32 if backward else 28) * heads, L, kernels=4)
 
     def _mamba_fwd(self, b, L, pre):
         m, elem, tokens = self.job.model, self.elem, self.tokens
