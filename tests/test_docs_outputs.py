@@ -68,7 +68,7 @@ def test_the_diagnosis_band_the_docs_quote_is_the_forecasts():
     (low, high), source = band_of(fc.detail)
     assert source == ("the forecast's default band, not a measurement: outside the calibrated "
                       "envelope (the combination H100/BF16/flash/dense/megatron), W753")
-    # Seer's outside band, -20/+26 %: 1 - 0.2004 = 0.80, 1 + 0.2628 = 1.26 (it read 1.39x, the
+    # Seer's outside band, -20/+26 %: 1 - 0.2000 = 0.80, 1 + 0.2636 = 1.26 (it read 1.39x, the
     # band before the leave-one-group-out groups were read as Seer reads the rows)
     band = f"{low:.2f}-{high:.2f}x"
     assert band == "0.80-1.26x"
@@ -77,7 +77,7 @@ def test_the_diagnosis_band_the_docs_quote_is_the_forecasts():
     assert f"{band} for the single-pod job" in diagnose
     assert not re.search(r"healthy within 0\.\d\d-1\.\d\dx", README.replace(band, ""))
     # the proof's `fast` runs: 1.13-3.48 times the least speed-up the band cannot explain,
-    # 1 / (1 - 0.2004) = 1.251: 1.13 x 1.251 = 1.41, 3.48 x 1.251 = 4.35 -> "1.4-4.3x" (the -25 %
+    # 1 / (1 - 0.2000) = 1.25: 1.13 x 1.25 = 1.41, 3.48 x 1.25 = 4.35 -> "1.4-4.3x" (the -25 %
     # band's before stop 48: 1.5-4.6x)
     from astral_dsl.synth.inject import SEVERITY
     least, most = (f / low for f in SEVERITY["fast"])
