@@ -350,7 +350,11 @@ def test_padded_token_drop_removes_the_forward_token_count_pause():
     point (0.12.0 token_dispatcher.py: drop_and_pad keeps cuda_sync_point = "no_sync"): r185
     (Mixtral 8x7B, 32 MoE layers, 2 micro-batches a rank, no pipeline) loses exactly its
     forwards' pauses, 2 x 32 x moe_sync_s, and keeps the backward's; Mixtral's 8 experts at
-    capacity factor 1 take ceil(8,192 x 2 / 8) x 8 = 16,384 copies, as dropless."""
+    capacity factor 1 take ceil(8,192 x 2 / 8) x 8 = 16,384 copies, as dropless. Compared with
+    the parameter gather after the step (without `overlap_param_gather`): overlapped, the
+    dropless job's host keeps pace with its compute, so its gather is chained one bucket ahead
+    (schedule._chain) where the padded job's host runs ahead and gathers back to back, and the
+    difference is more than the pauses."""
     from astral_dsl.runs.evaluate import prepare_row
     from astral_dsl.seer.forecast import run
     from astral_dsl.seer.calibration import shipped
@@ -361,7 +365,10 @@ def test_padded_token_drop_removes_the_forward_token_count_pause():
     assert p.spec.routed(8192) == 16384
     plain = p.spec.with_(capacity_factor=None, pad_to_capacity=False)
     cal = shipped()
-    padded_t = run(p.spec, p.gpu, p.net).iteration_time
-    plain_t = run(plain, p.gpu, p.net).iteration_time
+    assert p.spec.overlap_param_gather
     expected = 2 * 32 * cal.moe_sync_s
+    padded_t = run(p.spec.with_(overlap_param_gather=False), p.gpu, p.net).iteration_time
+    plain_t = run(plain.with_(overlap_param_gather=False), p.gpu, p.net).iteration_time
     assert abs((plain_t - padded_t) - expected) < 1e-6 * plain_t, (plain_t - padded_t, expected)
+    overlapped = run(plain, p.gpu, p.net).iteration_time - run(p.spec, p.gpu, p.net).iteration_time
+    assert overlapped > expected + 1e-6 * plain_t
