@@ -353,7 +353,7 @@ def test_padded_token_drop_removes_the_forward_token_count_pause():
     capacity factor 1 take ceil(8,192 x 2 / 8) x 8 = 16,384 copies, as dropless. Compared with
     the parameter gather after the step (without `overlap_param_gather`): overlapped, the
     dropless job's host keeps pace with its compute, so its gather is chained one bucket ahead
-    (schedule._chain) where the padded job's host runs ahead and gathers back to back, and the
+    (param_gather._chain) where the padded job's host runs ahead and gathers back to back, and the
     difference is more than the pauses."""
     from astral_dsl.runs.evaluate import prepare_row
     from astral_dsl.seer.forecast import run

@@ -1,9 +1,9 @@
-"""The overlapped parameter gather as Megatron-Core chains it (schedule._chain): one bucket in
+"""The overlapped parameter gather as Megatron-Core chains it (param_gather._chain): one bucket in
 flight, dispatched when the previous one is waited for (0.15.0 param_and_grad_buffer.py
 `finish_param_sync`), every bucket of a layer waited for at that layer."""
 import attrs
 
-from astral_dsl.seer.schedule import _chain
+from astral_dsl.seer.param_gather import _chain
 from test_seer_expert_dp import GPU, MOE, NET, job
 
 
@@ -44,17 +44,17 @@ def test_aligned_chunks_gather_back_to_back():
 
 def _aligned_calls(monkeypatch, job):
     """The `aligned` argument of every _chain call of a forecast of `job`."""
-    from astral_dsl.seer import schedule
+    from astral_dsl.seer import param_gather
     from astral_dsl.seer.forecast import run
 
     calls = []
-    real = schedule._chain
+    real = param_gather._chain
 
     def spy(pieces, compute, aligned=False):
         calls.append(aligned)
         return real(pieces, compute, aligned)
 
-    monkeypatch.setattr(schedule, "_chain", spy)
+    monkeypatch.setattr(param_gather, "_chain", spy)
     run(job, GPU, NET)
     return set(calls)
 

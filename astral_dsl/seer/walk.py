@@ -21,12 +21,13 @@ from collections import OrderedDict
 from operator import itemgetter
 from typing import Dict, List, Tuple
 
-from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, gather_gates, iteration_tail,
-                                      key_hops, plan_of, simulate)
+from astral_dsl.seer.param_gather import gather_gates
+from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, iteration_tail, key_hops, plan_of,
+                                      simulate)
 
 
 class _Stage:
-    """What schedule.iteration_tail and schedule.gather_gates read of a stage's run, and write."""
+    """What schedule.iteration_tail and param_gather.gather_gates read of a stage's run, and write."""
     __slots__ = ("codes", "v", "m", "gather", "dp", "finish", "optimizer", "backward_end",
                  "last")
 
