@@ -36,23 +36,23 @@ def test_a_layer_larger_than_its_bucket_waits_for_each():
 def test_aligned_chunks_gather_back_to_back():
     # with virtual stages (align_param_gather) a chunk's buckets go out all at once: each
     # item waits for its own bucket only, the compute not counted
-    done, end = _chain([(0, 1.0), (1, 1.0), (1, 1.0), (2, 0.5)], [2.0, 1.0, 1.0], aligned=True)
+    done, end = _chain([(0, 1.0), (1, 1.0), (1, 1.0), (2, 0.5)], [2.0, 1.0, 1.0], back_to_back=True)
     assert done == [1.0, 3.0, 3.5]
     assert end == 3.5
 
 
 
-def _aligned_calls(monkeypatch, job):
-    """The `aligned` argument of every _chain call of a forecast of `job`."""
+def _back_to_back_calls(monkeypatch, job):
+    """The `back_to_back` argument of every _chain call of a forecast of `job`."""
     from astral_dsl.seer import param_gather
     from astral_dsl.seer.forecast import run
 
     calls = []
     real = param_gather._chain
 
-    def spy(pieces, compute, aligned=False):
-        calls.append(aligned)
-        return real(pieces, compute, aligned)
+    def spy(pieces, compute, back_to_back=False):
+        calls.append(back_to_back)
+        return real(pieces, compute, back_to_back)
 
     monkeypatch.setattr(param_gather, "_chain", spy)
     run(job, GPU, NET)
@@ -63,10 +63,10 @@ def test_the_host_sets_whether_the_buckets_chain(monkeypatch):
     """The hooks dispatch on the host, and waiting for a bucket blocks the compute stream, not
     the host: a host that waits for each MoE layer's token counts keeps pace with the compute
     (chained); with CUDA graphs (no token-count wait) or a dense model it runs ahead and the
-    buckets go out back to back (as aligned)."""
+    buckets go out back to back."""
     moe = attrs.evolve(job(), overlap_param_gather=True)
     assert moe.host_counts
-    assert _aligned_calls(monkeypatch, moe) == {False}
-    assert _aligned_calls(monkeypatch, attrs.evolve(moe, cuda_graphs=True)) == {True}
+    assert _back_to_back_calls(monkeypatch, moe) == {False}
+    assert _back_to_back_calls(monkeypatch, attrs.evolve(moe, cuda_graphs=True)) == {True}
     dense = attrs.evolve(moe, model=attrs.evolve(MOE, experts=0, top_k=0, moe_ffn=0))
-    assert _aligned_calls(monkeypatch, dense) == {True}
+    assert _back_to_back_calls(monkeypatch, dense) == {True}

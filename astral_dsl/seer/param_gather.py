@@ -49,8 +49,9 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
         owner.insert(0, 0)
     mine = low.at(i)                   # the stage's lowering: its own groups
     size = max(BUCKET_PARAMS, 1e6 * lay.n)
-    layer_f = {c: low.template(i, c, "F").duration / max(1, low.chunks[i][c][1])
-               for c in range(len(low.chunks[i]))}
+    # one layer's forward per chunk: the gates' last term, and the chain's compute
+    layer_f = [low.template(i, c, "F").duration / max(1, n)
+               for c, (_, n) in enumerate(low.chunks[i])]
     # the buckets in forward order, each (first item, gather seconds); a bucket over `size`
     # (one layer larger than a bucket) is Megatron-Core's several buckets, cut at parameters
     pieces, prev = [], -1
@@ -61,18 +62,18 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
         prev = last
     # the host dispatches the next bucket as it passes a module's hook; it keeps pace with the
     # compute only where it waits for the device every layer (an MoE layer's token counts,
-    # JobSpec.host_counts), else it runs ahead and the buckets go out back to back (_chain)
+    # JobSpec.host_counts), else it runs ahead and the buckets go out back to back (_chain);
+    # with virtual stages they go out back to back too (align_param_gather)
     tied = bool(job.model.experts) and job.host_counts
-    done, t = _chain(pieces, [layer_f[o] if k or extra <= 0 else 0.0
-                              for k, o in enumerate(owner)],
-                     aligned=len(low.chunks[i]) > 1 or not tied)
+    back_to_back = len(layer_f) > 1 or not tied
+    done, t = _chain(pieces, [0.0 if k == 0 and extra > 0 else layer_f[o]
+                              for k, o in enumerate(owner)], back_to_back)
     run.gather = (0.0, t)
     gates = {}
-    for c in range(len(low.chunks[i])):
+    for c in range(len(layer_f)):
         ks = [k for k, o in enumerate(owner) if o == c]
         if ks:
-            n = max(1, low.chunks[i][c][1])
-            gates[c] = (done[ks[0]], done[ks[-1]], low.template(i, c, "F").duration / n)
+            gates[c] = (done[ks[0]], done[ks[-1]], layer_f[c])
     first_forward = {}              # chunk -> position of its first forward in the stage's order
     vm, m = run.v * run.m, run.m
     for k, x in enumerate(run.codes):
@@ -83,7 +84,7 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     return {first_forward[c]: gate for c, gate in gates.items()}
 
 
-def _chain(pieces, compute, aligned: bool = False) -> Tuple[List[float], float]:
+def _chain(pieces, compute, back_to_back: bool = False) -> Tuple[List[float], float]:
     """Megatron-Core's overlapped parameter gather (0.15.0 distributed/param_and_grad_buffer.py
     `finish_param_sync`, called by the forward pre-hook of every module for each of its
     parameters, distributed_data_parallel.py `_make_forward_pre_hook`): a bucket's all-gather
@@ -96,22 +97,22 @@ def _chain(pieces, compute, aligned: bool = False) -> Tuple[List[float], float]:
     TORCH_NCCL_BLOCKING_WAIT is set, which the recipes do not set), so a host that
     runs ahead of the device dispatches every bucket early and NCCL's stream runs them back to
     back; it keeps pace where it waits for the device each layer (dropless MoE's token counts,
-    JobSpec.host_counts), as `aligned` does not. Items
-    (the embedding, then each layer) run `compute` seconds each from time 0, each after its
-    buckets arrived; `pieces` are the buckets in forward order, (first item, gather seconds).
-    `aligned`: with virtual pipeline stages Megatron-Bridge and NeMo set `align_param_gather`
+    JobSpec.host_counts). Items (the embedding, then each layer) run `compute` seconds each
+    from time 0, each after its buckets arrived; `pieces` are the buckets in forward order,
+    (first item, gather seconds).
+    `back_to_back`: every bucket dispatched at time 0 and run one after another, each item
+    waiting for its own buckets only (the compute not counted): a host that runs ahead, and
+    virtual pipeline stages, for which Megatron-Bridge and NeMo set `align_param_gather`
     (training/comm_overlap.py, nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py:
-    pipeline and virtual stages > 1), and the schedule dispatches a chunk's buckets all at once
+    pipeline and virtual stages > 1) and the schedule dispatches a chunk's buckets all at once
     (Megatron-Core pipeline_parallel/schedules.py, `param_sync_func`; the hooks dispatch
-    nothing): back to back from time 0, each item waiting for its bucket only (so too a host
-    that runs ahead). Returns per item
-    the time its compute starts (aligned: its bucket's arrival), and when the last gather
-    ends."""
+    nothing). Returns per item the time its compute starts (back to back: its buckets'
+    arrival), and when the last gather ends."""
     done = [0.0] * len(compute)
     t, nccl, ready = 0.0, 0.0, {}
-    for p, (_, g) in enumerate(pieces if aligned else pieces[:1]):
+    for p, (_, g) in enumerate(pieces if back_to_back else pieces[:1]):
         ready[p] = nccl = nccl + g
-    if aligned:
+    if back_to_back:
         compute = [0.0] * len(compute)
     p = 0
     for k in range(len(compute)):
