@@ -2,7 +2,7 @@
 (`expert_bias`) cost beyond a plain MoE layer: the unfused passes of Megatron-Core 0.16.1's code
 (fusions/fused_bias_geglu.py: each half of fc1's output clamped, then concatenated;
 transformer/moe/experts.py `_apply_bias`: each expert's bias added to its rows, concatenated),
-hand-counted in bytes."""
+and their autograd backward, hand-counted in bytes."""
 from __future__ import annotations
 
 import attrs
@@ -32,17 +32,27 @@ def ops(model, phase, **kw):
     return {op.name: op for op in low.template(0, 0, phase).ops}
 
 
-def test_the_clamp_reads_and_writes_the_fc1_output_four_times_forward_three_backward():
+def test_the_clamp_reads_and_writes_the_fc1_output_four_times_forward_five_backward():
     fc1_out = TOKENS * K * 2 * F                  # routed copies x (gate and linear halves)
-    assert ops(OSS, "F")["expert act clamp"].nbytes == 4 * fc1_out * ELEM
-    assert ops(OSS, "B")["expert act clamp bwd"].nbytes == 3 * fc1_out * ELEM
+    fwd, bwd = ops(OSS, "F")["expert act clamp"], ops(OSS, "B")["expert act clamp bwd"]
+    # forward: two clamps (read, write a half each) and their concatenation (read, write all)
+    assert fwd.nbytes == 4 * fc1_out * ELEM and fwd.kernels == 3
+    # backward: each clamp's gradient reads the gradient and its input and writes (3 passes,
+    # 2 kernels), chunk's backward concatenates the halves' gradients (2 passes, 1 kernel)
+    assert bwd.nbytes == 5 * fc1_out * ELEM and bwd.kernels == 3
+    assert bwd.nbytes == 5 * 16384 * 4 * 5760 * 2 == 3_774_873_600
 
 
-def test_the_expert_biases_cost_four_passes_forward_two_backward_over_the_fc2_output():
+def test_the_expert_biases_cost_six_passes_forward_eight_backward_over_the_fc2_output():
     fc2_out = TOKENS * K * H
     fwd, bwd = ops(OSS, "F")["expert bias"], ops(OSS, "B")["expert bias bwd"]
-    assert fwd.nbytes == 4 * fc2_out * ELEM and fwd.kernels == 2 * LOCAL + 1
-    assert bwd.nbytes == 2 * fc2_out * ELEM and bwd.kernels == 2 * LOCAL
+    # forward, per local expert: b * p written (1), t + b * p (read 2, write 1); the cat (2)
+    assert fwd.nbytes == 6 * fc2_out * ELEM and fwd.kernels == 2 * LOCAL + 1
+    # backward: grad * p summed to b's shape and grad * b summed to p's (write, read, plus the
+    # gradient's read: 3 each, 2 kernels each per expert), split's backward cat of the rows
+    # (2) and of the probabilities' gradients (1 kernel, per-row bytes left out)
+    assert bwd.nbytes == 8 * fc2_out * ELEM and bwd.kernels == 4 * LOCAL + 2
+    assert fwd.nbytes == 6 * 188_743_680 * 2 and bwd.nbytes == 3_019_898_880
 
 
 def test_a_model_without_them_has_neither():

@@ -101,12 +101,14 @@ class LinearOps:
     def _clamp(self, b, name, elems, layer, backward=False):
         """A gated activation's clamped inputs (`activation_clamp`), `elems` fc1 outputs:
         Megatron-Core 0.16.1 (fusions/fused_bias_geglu.py, weighted_bias_quick_geglu_impl;
-        transformer/mlp.py) clamps each half of fc1's output and concatenates them before the
-        fused activation: two clamps and the concatenation each read and write their elements
-        (4 passes, 3 kernels); backward, each clamp's gradient reads the gradient and its input
-        and writes (3 passes, 2 kernels; the concatenation's is a view)."""
+        transformer/mlp.py) splits fc1's output with `chunk`, clamps each half and concatenates
+        them before the fused activation, eager: two clamps and the concatenation each read and
+        write their elements (4 passes, 3 kernels); backward, each clamp's gradient reads the
+        gradient and its input and writes (3 passes, 2 kernels; the concatenation's is a view)
+        and `chunk`'s backward (autograd's split backward) concatenates the halves' gradients
+        into fc1's output gradient (2 passes, 1 kernel): 5 passes, 3 kernels."""
         if self.job.model.clamped:
-            passes, kernels = (3, 2) if backward else (4, 3)
+            passes, kernels = (5, 3) if backward else (4, 3)
             self._ew(b, name, passes * elems * self.elem, layer, kernels=kernels)
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,

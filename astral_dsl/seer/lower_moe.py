@@ -29,13 +29,18 @@ class MoeOps:
 
     def _expert_bias(self, b, name, elems, local, layer, backward=False):
         """The experts' fc2 biases (`expert_bias`) on `elems` outputs: Megatron-Core 0.16.1
-        (transformer/moe/experts.py, TEGroupedMLP._apply_bias) adds each local expert's bias,
-        weighted by the routing probabilities, to its rows and concatenates them: a pass that
-        reads and writes each element and a concatenation that does the same (4 passes, 2
-        kernels per expert and 1); backward, the bias's and the probabilities' gradients each
-        read the output's gradient (2 passes, 2 kernels per expert)."""
+        (transformer/moe/experts.py, TEGroupedMLP._apply_bias: `torch.cat([t + b * p for t, b,
+        p in zip(torch.split(out, tokens_per_expert), biases, torch.split(probs, ...))])`, eager,
+        16-bit probabilities): per local expert the broadcast product `b * p` is written (1 pass)
+        and added to the expert's rows (read both, write: 3), then the concatenation reads and
+        writes each element (2): 6 passes, 2 kernels per expert and 1. Backward (autograd): the
+        addition hands the gradient on; the product's two broadcast operands each get
+        `grad * other` written and summed back to their shape (read, write, read: 3 passes each,
+        2 kernels each per expert), and `torch.split`'s backward concatenates the experts' row
+        gradients (2 passes) and their probabilities' (per row: bytes left out): 8 passes,
+        4 kernels per expert and 2."""
         if self.job.model.expert_bias:
-            passes, kernels = (2, 2 * local) if backward else (4, 2 * local + 1)
+            passes, kernels = (8, 4 * local + 2) if backward else (6, 2 * local + 1)
             self._ew(b, name, passes * elems * self.elem, layer, kernels=kernels)
 
     def _shared_add(self, b, name, sp_tokens, L):
