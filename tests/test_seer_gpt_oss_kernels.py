@@ -32,15 +32,18 @@ def ops(model, phase, **kw):
     return {op.name: op for op in low.template(0, 0, phase).ops}
 
 
-def test_the_clamp_reads_and_writes_the_fc1_output_four_times_forward_five_backward():
+def test_the_clamp_reads_and_writes_the_fc1_output_four_times_forward_7_5_backward():
     fc1_out = TOKENS * K * 2 * F                  # routed copies x (gate and linear halves)
     fwd, bwd = ops(OSS, "F")["expert act clamp"], ops(OSS, "B")["expert act clamp bwd"]
     # forward: two clamps (read, write a half each) and their concatenation (read, write all)
     assert fwd.nbytes == 4 * fc1_out * ELEM and fwd.kernels == 3
-    # backward: each clamp's gradient reads the gradient and its input and writes (3 passes,
-    # 2 kernels), chunk's backward concatenates the halves' gradients (2 passes, 1 kernel)
-    assert bwd.nbytes == 5 * fc1_out * ELEM and bwd.kernels == 3
-    assert bwd.nbytes == 5 * 16384 * 4 * 5760 * 2 == 3_774_873_600
+    # backward, clamp_backward = where(mask, grad, 0): the gate half's one-sided mask (read
+    # 2 bytes, write 1) and where (read 1 + 2, write 2) = 8 bytes an element of its half; the
+    # linear half's two masks and their logical_and (3 + 3 + 3) and where (5) = 14 bytes;
+    # chunk's backward cat of the two halves' gradients (read, write: 4 bytes an element)
+    half = fc1_out // 2
+    assert bwd.nbytes == 8 * half + 14 * half + 4 * fc1_out and bwd.kernels == 2 + 4 + 1
+    assert bwd.nbytes == 15 * 16384 * 4 * 5760 == 5_662_310_400
 
 
 def test_the_expert_biases_cost_six_passes_forward_eight_backward_over_the_fc2_output():

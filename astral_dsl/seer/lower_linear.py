@@ -101,15 +101,19 @@ class LinearOps:
     def _clamp(self, b, name, elems, layer, backward=False):
         """A gated activation's clamped inputs (`activation_clamp`), `elems` fc1 outputs:
         Megatron-Core 0.16.1 (fusions/fused_bias_geglu.py, weighted_bias_quick_geglu_impl;
-        transformer/mlp.py) splits fc1's output with `chunk`, clamps each half and concatenates
-        them before the fused activation, eager: two clamps and the concatenation each read and
-        write their elements (4 passes, 3 kernels); backward, each clamp's gradient reads the
-        gradient and its input and writes (3 passes, 2 kernels; the concatenation's is a view)
-        and `chunk`'s backward (autograd's split backward) concatenates the halves' gradients
-        into fc1's output gradient (2 passes, 1 kernel): 5 passes, 3 kernels."""
+        transformer/mlp.py) splits fc1's output with `chunk`, clamps the gate half from above
+        (`clamp(min=None, max=v)`) and the linear half from both sides, and concatenates them
+        before the fused activation, eager: two clamps and the concatenation each read and write
+        their elements (4 passes, 3 kernels). Backward, autograd's `clamp_backward` (PyTorch
+        FunctionsManual.cpp) is `where(mask, grad, 0)`: the one-sided mask `x <= v` (read x,
+        write a 1-byte mask: 1.5 passes of 2-byte elements) and `where` (read mask and grad,
+        write: 2.5): 4 passes of its half; the two-sided mask `(x >= -v).logical_and_(x <= v)`
+        (1.5 + 1.5 + 1.5) and `where` (2.5): 7 of its half; then `chunk`'s backward (autograd's
+        split backward) concatenates the halves' gradients (2 passes): (4 + 7) / 2 + 2 = 7.5
+        passes of all elements, 2 + 4 + 1 = 7 kernels (counted with torch 2.13's profiler)."""
         if self.job.model.clamped:
-            passes, kernels = (5, 3) if backward else (4, 3)
-            self._ew(b, name, passes * elems * self.elem, layer, kernels=kernels)
+            halves, kernels = (15, 7) if backward else (8, 3)     # passes x 2
+            self._ew(b, name, halves * elems * self.elem // 2, layer, kernels=kernels)
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,
                     grad_gather=None, parts=()):
