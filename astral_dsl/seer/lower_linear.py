@@ -29,7 +29,10 @@ CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0
 # scaling's cast of a norm's output takes the amax the norm kernel computed with its 16-bit
 # output (normalization.cpp FUSED_NORM_AMAX_FP8, then `quantize_with_amax`: no amax pass), reads
 # 2 and writes 1; otherwise the amax pass reads 2, the cast reads 2 and writes 1
-# (`quantize_impl`: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2).
+# (`quantize_impl`: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2). The
+# norm's amax is TE 2.7's (2.7.0 `create_hp_tensor_with_amax`; 2.5.0 and 2.6.0 run an amax pass
+# after the norm, 5 bytes): NeMo 25.09 and later; the GB200 rows of 25.04 and 25.07, whose TE is
+# not known, are priced so too (2 bytes of the norm-fed elements too few, ~0.2 % of a step).
 CAST_BYTES_BLACKWELL = {"delayed": (0.0, 3.0), "current": (3.0, 5.0)}
 
 
