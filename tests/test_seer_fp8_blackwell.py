@@ -63,3 +63,29 @@ def test_llama_8b_casts_on_b200():
         assert f["fc2 quantise"].nbytes == pytest.approx(other * m * 14336), dtype
         _, b = ops(job(dtype), "B")
         assert b["fc1 grad quantise"].nbytes == pytest.approx(other * m * 2 * 14336), dtype
+
+
+def test_current_scaling_all_reduces_the_gathered_operands_amax_over_tp():
+    """Under sequence parallelism current scaling's quantisers of the gathered operands (QKV's
+    and fc1's inputs, the out-projection's and fc2's output gradients) all-reduce their amax,
+    one fp32, over the TP group, blocking; no other recipe, and nothing without SP."""
+    from astral_dsl.seer import comm
+
+    def sp_job(dtype, recipe="current"):
+        return JobSpec("j", LLAMA_8B, ParallelSpec(tp=2, dp=4, sp=True, zero=1), 128, 2, 8192,
+                       "none", dtype, fp8_recipe=recipe)
+
+    low, f = ops(sp_job("fp8"), "F")
+    _, b = ops(sp_job("fp8"), "B")
+    want = comm.all_reduce(NET, low.groups["tp"], 4.0)
+    assert want > 0
+    for name in ("qkv", "fc1"):
+        assert f[name + " amax all-reduce"].dur == pytest.approx(want)
+        assert f[name + " amax all-reduce"].nbytes == 4.0
+    for name in ("out proj", "fc2"):
+        assert b[name + " grad amax all-reduce"].dur == pytest.approx(want)
+    assert not [n for n in f if "amax" in n and n.startswith(("out proj", "fc2"))]
+    for j in (sp_job("fp8", "delayed"), sp_job("mxfp8"), job("fp8")):
+        for phase in ("F", "B"):
+            assert not [n for n in ops(j, phase)[1] if "amax all-reduce" in n and
+                        n != "fp8 amax all-reduce"]

@@ -95,6 +95,8 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         self.head_dim = m.head_dim
         self.chunks = chunk_layers(job)
         self.cast = cast_bytes(job, costs.gpu.arch)
+        self.cs_amax = (self.fp8 and self.sp and job.dtype == "fp8"
+                        and job.fp8_recipe == "current" and job.framework == "megatron")
         # torchtitan's Llama runs wq, wk, wv and w1, w3 as separate nn.Linear layers on the same
         # input (torchtitan 0.1.0 models/llama3/model/model.py, Attention and FeedForward), where
         # Megatron-Core fuses each group into one GEMM (linear_qkv, linear_fc1)

@@ -103,6 +103,8 @@ class LinearOps:
             if extra:
                 rows = self.sp_tokens if norm_fed and self.ag_quantised else m
                 self._ew(b, name + " quantise", extra * rows * k * batch, layer)
+            if gather is not None:
+                self._amax_tp(b, name, layer)
         op = self._tp_gather(b, gather, layer) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
         if op is not None:            # split with its all-gather
@@ -113,6 +115,17 @@ class LinearOps:
             self._overlap(b, op, g)
             b.pending.append(op)
         return g
+
+    def _amax_tp(self, b, name, layer):
+        """Current scaling's amax of a sequence-parallel layer's gathered operand (a
+        column-parallel layer's input, a row-parallel one's output gradient), all-reduced (max,
+        one fp32) over the TP group before its scale is computed, the stream waiting for it
+        (Transformer Engine 2.10.0 module/layernorm_linear.py and linear.py
+        `_customize_quantizers_float8_current_scaling`: `with_amax_reduction` with the TP group
+        under sequence parallelism; csrc/quantizer.cpp Float8CurrentScalingQuantizer
+        `quantize_impl`: `allreduce(...)->wait()`)."""
+        if self.cs_amax:
+            self._coll(b, name + " amax all-reduce", "ar", "tp", 4.0, layer)
 
     def _dgrad_sum(self, b, name, elems, parts, layer, join=True):
         """The sum of `parts` data gradients of `elems` elements each (separate linear layers
@@ -164,6 +177,8 @@ class LinearOps:
         if fp8:
             rows = self.sp_tokens if grad_gather is not None and self.ag_quantised else m_
             self._ew(b, name + " grad quantise", self.cast[1] * rows * n, L)
+            if grad_gather is not None:
+                self._amax_tp(b, name + " grad", L)
         grad_op = self._tp_gather(b, grad_gather, L) if grad_gather is not None else None
         # which of a column-parallel layer's collectives overlap its GEMMs: none (`tp_overlap =
         # none`), both (Megatron-LM's), or under torch's micro-pipelined TP (`ring`) those it
