@@ -12,7 +12,8 @@ import pytest
 from astral_dsl import seer
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import K_HALF, KERNEL_S, Costs, GpuSpec
-from astral_dsl.seer.lower import CAST_BYTES, Lowering
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.lower_linear import CAST_BYTES
 from astral_dsl.seer.activations import layer_activation_bytes
 from astral_dsl.seer.memory import stage_estimate
 from astral_dsl.seer.params import layer_linear_params

@@ -13,8 +13,8 @@ for the weight gradient overlaps the data gradient; with `tp_overlap = full` (Me
 overlaps it (under torchtitan those torch's micro-pipelined TP fuses: `gather_fused`,
 lower_comm.py; its unfused collectives copy to and from the sequence dimension, `dim_copies`).
 With a quantised dtype (fp8, MXFP8, NVFP4) the linear layers' GEMMs run quantised after their
-casts (CAST_BYTES per recipe), the sequence-parallel all-gathers move the quantised shards, and
-with delayed scaling each chunk's forward ends with the amax all-reduce (docs/seer.md, "Low
+casts (lower_linear.cast_bytes per recipe and GPU), the sequence-parallel all-gathers move the
+quantised shards, and with delayed scaling each chunk's forward ends with the amax all-reduce (docs/seer.md, "Low
 precision"). With `recompute_layers` only each chunk's first layers are
 recomputed. Multi-head latent attention
 (DeepSeek-V3) projects queries and keys through their latent ranks; sliding-window layers attend
@@ -39,7 +39,7 @@ from astral_dsl.seer.costs import GEMM_STREAMS, Costs
 from astral_dsl.seer.lower_attention import AttentionOps
 from astral_dsl.seer.lower_comm import CommOps
 from astral_dsl.seer.lower_dense import DenseOps
-from astral_dsl.seer.lower_linear import CAST_BYTES, LinearOps
+from astral_dsl.seer.lower_linear import LinearOps, cast_bytes
 from astral_dsl.seer.lower_mamba import MambaOps
 from astral_dsl.seer.lower_mtp import MtpOps
 from astral_dsl.seer.lower_moe import MoeOps
@@ -94,7 +94,9 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         self.kv_heads = max(1, m.kv_heads // par.tp)
         self.head_dim = m.head_dim
         self.chunks = chunk_layers(job)
-        self.cast = CAST_BYTES[job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe]
+        self.cast = cast_bytes(job, costs.gpu.arch)
+        self.cs_amax = (self.fp8 and self.sp and job.dtype == "fp8"
+                        and job.fp8_recipe == "current" and job.framework == "megatron")
         # torchtitan's Llama runs wq, wk, wv and w1, w3 as separate nn.Linear layers on the same
         # input (torchtitan 0.1.0 models/llama3/model/model.py, Attention and FeedForward), where
         # Megatron-Core fuses each group into one GEMM (linear_qkv, linear_fc1)

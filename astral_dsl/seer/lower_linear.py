@@ -8,17 +8,49 @@ from __future__ import annotations
 from astral_dsl.seer.template import Op
 
 # HBM bytes per element of quantising a 16-bit tensor for a GEMM and for its transpose (the
-# weight gradient's operand), (fed by a norm, otherwise): delayed scaling and the block-scaled
-# formats fuse the cast into the norm that feeds QKV and fc1 (Transformer Engine's
-# LayerNormLinear) and otherwise read 2 and write both copies; current per-tensor scaling and
-# row / 128-block scaling need the tensor's amax first: one more read, and no fusion. The
-# block-scaled formats write a scale per block with each copy (OCP Microscaling Formats MX v1.0:
-# one 8-bit scale per 32 elements, 2 x 1/32 = 0.0625 bytes; NVFP4, NVIDIA's Blackwell
-# documentation: an fp8 scale per 16 4-bit elements, 2 x 1/16 = 0.125): fused, the scales are
-# what the norm adds (NVFP4's half-size payload is not credited); unfused, MXFP8 reads 2 and
-# writes 2 x 1 + 0.0625, NVFP4 reads 2 and writes 2 x 0.5 + 0.125.
+# weight gradient's operand), (fed by a norm, otherwise), as Transformer Engine runs it (2.8.0 and
+# 2.10.0, csrc/extensions/normalization.cpp `layernorm_fwd` / `rmsnorm_fwd`, csrc/quantizer.cpp):
+# delayed scaling fuses the cast into the norm that feeds QKV and fc1 (LayerNormLinear, the
+# norm's FULLY_FUSED kernel) and otherwise reads 2 and writes both copies; current per-tensor
+# scaling and row / 128-block scaling need the tensor's amax first: one more read. The
+# block-scaled formats are not fused into the norm (MXFP8 only with NVTE_NORM_FWD_USE_CUDNN,
+# NVFP4 never: the norm writes 16 bits and the quantiser reads them): MXFP8 reads 2 and writes
+# both copies with an 8-bit scale per 32 elements each (OCP Microscaling Formats MX v1.0: 2 x 1
+# + 2 x 1/32; TE's cast kernel writes both in one pass, common/cast/mxfp8/quantize_mxfp8.cuh),
+# NVFP4 reads 2 and writes two 4-bit copies with an fp8 scale per 16 elements each (NVIDIA's
+# Blackwell documentation: 2 x 0.5 + 2 x 1/16).
 CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0),
-              "blockwise": (6.0, 6.0), "mxfp8": (0.0625, 4.0625), "nvfp4": (0.125, 3.125)}
+              "blockwise": (6.0, 6.0), "mxfp8": (4.0625, 4.0625), "nvfp4": (3.125, 3.125)}
+# On Blackwell (sm 10.x) Transformer Engine's per-tensor fp8 GEMMs take any layout
+# (pytorch/utils.py `is_non_tn_fp8_gemm_supported`), so its per-tensor quantisers write the
+# row-wise copy alone, which the weight gradient's GEMM reads too (csrc/quantizer.cpp,
+# Float8Quantizer and Float8CurrentScalingQuantizer `create_tensor`: `with_transpose =
+# columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported()`): one byte less written. Current
+# scaling's cast of a norm's output takes the amax the norm kernel computed with its 16-bit
+# output (normalization.cpp FUSED_NORM_AMAX_FP8, then `quantize_with_amax`: no amax pass), reads
+# 2 and writes 1; otherwise the amax pass reads 2, the cast reads 2 and writes 1
+# (`quantize_impl`: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2). The
+# norm's amax is TE 2.7's (2.7.0 `create_hp_tensor_with_amax`; 2.5.0 and 2.6.0 run an amax pass
+# after the norm, 5 bytes): NeMo 25.09 and later; the GB200 rows of 25.04 and 25.07, whose TE is
+# not known, are priced so too (2 bytes of the norm-fed elements too few, ~0.2 % of a step).
+CAST_BYTES_BLACKWELL = {"delayed": (0.0, 3.0), "current": (3.0, 5.0)}
+
+
+def cast_bytes(job, arch: str):
+    """(norm-fed, other) HBM bytes per element of a quantised job's casts (CAST_BYTES) on GPU
+    generation `arch`. Under Megatron FSDP the NeMo and Megatron-Bridge performance recipes run
+    cuDNN's norms (NVTE_NORM_FWD_USE_CUDNN = 1: NeMo 2.4.0 scripts/performance/llm/
+    pretrain_llama31_405b.py, "Needed to enable CuDNN LN for FSDP overlap"; Megatron-Bridge 0.6.0
+    perf_recipes/llama/gb200/llama3.py, the `use_megatron_fsdp` Llama 3 70B recipes), which fuse
+    MXFP8's cast into the norm (the scales alone written beyond the norm's output) and leave
+    current scaling's unfused (normalization.cpp: no FUSED_NORM_AMAX_FP8 under cuDNN)."""
+    key = job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe
+    te = job.framework == "megatron"
+    fused, other = (CAST_BYTES_BLACKWELL if te and arch == "blackwell" else {}).get(
+        key, CAST_BYTES[key])
+    if te and job.parallel.zero >= 3 and key in ("mxfp8", "current"):
+        fused = 0.0625 if key == "mxfp8" else other
+    return fused, other
 
 
 def stream_kind(name: str, cat: str) -> str:
@@ -71,6 +103,8 @@ class LinearOps:
             if extra:
                 rows = self.sp_tokens if norm_fed and self.ag_quantised else m
                 self._ew(b, name + " quantise", extra * rows * k * batch, layer)
+            if gather is not None:
+                self._amax_tp(b, name, layer)
         op = self._tp_gather(b, gather, layer) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
         if op is not None:            # split with its all-gather
@@ -81,6 +115,17 @@ class LinearOps:
             self._overlap(b, op, g)
             b.pending.append(op)
         return g
+
+    def _amax_tp(self, b, name, layer):
+        """Current scaling's amax of a sequence-parallel layer's gathered operand (a
+        column-parallel layer's input, a row-parallel one's output gradient), all-reduced (max,
+        one fp32) over the TP group before its scale is computed, the stream waiting for it
+        (Transformer Engine 2.10.0 module/layernorm_linear.py and linear.py
+        `_customize_quantizers_float8_current_scaling`: `with_amax_reduction` with the TP group
+        under sequence parallelism; csrc/quantizer.cpp Float8CurrentScalingQuantizer
+        `quantize_impl`: `allreduce(...)->wait()`)."""
+        if self.cs_amax:
+            self._coll(b, name + " amax all-reduce", "ar", "tp", 4.0, layer)
 
     def _dgrad_sum(self, b, name, elems, parts, layer, join=True):
         """The sum of `parts` data gradients of `elems` elements each (separate linear layers
@@ -138,6 +183,8 @@ class LinearOps:
         if fp8:
             rows = self.sp_tokens if grad_gather is not None and self.ag_quantised else m_
             self._ew(b, name + " grad quantise", self.cast[1] * rows * n, L)
+            if grad_gather is not None:
+                self._amax_tp(b, name + " grad", L)
         grad_op = self._tp_gather(b, grad_gather, L) if grad_gather is not None else None
         # which of a column-parallel layer's collectives overlap its GEMMs: none (`tp_overlap =
         # none`), both (Megatron-LM's), or under torch's micro-pipelined TP (`ring`) those it
