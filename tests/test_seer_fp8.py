@@ -94,16 +94,18 @@ def test_casts_and_amax_reduction():
     assert not [n for n in bf16 if "fp8" in n or "quantise" in n]
 
 
-def test_current_scaling_reads_the_tensor_once_more_and_fuses_nothing():
+def test_current_scaling_reads_the_tensor_once_more_unless_the_norm_gave_its_amax():
     """Per-tensor current scaling needs the tensor's amax before the cast: the norm-fed QKV and
-    fc1 inputs get a cast of their own (read 2 for the amax, read 2 and write 1 + 1 for the cast:
-    6 bytes per element), the others 6 instead of 4, and no amax all-reduce runs."""
+    fc1 inputs get a cast of their own, whose amax the norm kernel computed (Transformer Engine
+    2.7+, FUSED_NORM_AMAX_FP8: read 2 and write 1 + 1 for the cast and its transpose on an H100:
+    4 bytes per element), the others an amax pass too (read 2, then read 2 and write 1 + 1: 6
+    instead of delayed scaling's 4), and no delayed-scaling amax all-reduce runs."""
     j = JobSpec("j", LLAMA_8B, ParallelSpec(tp=2, dp=4, sp=True, zero=1), 64, 1, 8192,
                 "selective", "fp8", fp8_recipe="current")
     _, f = ops(j, "F")
     # QKV's input is the norm's output, the rank's sequence-parallel shard (8,192 / 2 tokens x
     # 4,096), cast before it is gathered; the out-projection's is its own 8,192 x 4,096 / 2
-    assert f["qkv quantise"].nbytes == 6 * 4096 * 4096
+    assert f["qkv quantise"].nbytes == 4 * 4096 * 4096
     assert f["out proj quantise"].nbytes == 6 * 8192 * 2048
     assert "fp8 amax all-reduce" not in f
 

@@ -28,8 +28,10 @@ def job(dtype, recipe="current", zero=1, framework="megatron"):
 
 
 def test_cast_bytes_by_recipe_generation_and_norm():
-    # Hopper (and any GPU but Blackwell): the transpose written too; current scaling's amax pass
-    assert cast_bytes(job("fp8"), "hopper") == (6.0, 6.0)
+    # Hopper (and any GPU but Blackwell): the transpose written too; current scaling fed by a
+    # norm: read 2, write 1 + 1 (the norm's amax), otherwise its amax pass: read 2 more
+    assert cast_bytes(job("fp8"), "hopper") == (4.0, 6.0)
+    assert cast_bytes(job("fp8", zero=3), "hopper") == (6.0, 6.0)
     assert cast_bytes(job("fp8", "delayed"), "hopper") == (0.0, 4.0)
     # Blackwell: one copy. Current scaling fed by a norm: read 2, write 1 (the norm's amax);
     # otherwise amax read 2 + read 2 + write 1; delayed: read 2 + write 1

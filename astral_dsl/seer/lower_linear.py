@@ -34,6 +34,10 @@ CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0
 # after the norm, 5 bytes): NeMo 25.09 and later; the GB200 rows of 25.04 and 25.07, whose TE is
 # not known, are priced so too (2 bytes of the norm-fed elements too few, ~0.2 % of a step).
 CAST_BYTES_BLACKWELL = {"delayed": (0.0, 3.0), "current": (3.0, 5.0)}
+# Before Blackwell the per-tensor GEMMs take TN alone, so the quantiser writes the transpose too
+# (1 + 1), but the norm's amax is the same TE 2.7 fusion: current scaling's norm-fed cast reads
+# 2 and writes 2 (the other casts 6, as CAST_BYTES)
+CAST_BYTES_NORM_AMAX = {"current": (4.0, 6.0)}
 
 
 def cast_bytes(job, arch: str):
@@ -46,8 +50,8 @@ def cast_bytes(job, arch: str):
     current scaling's unfused (normalization.cpp: no FUSED_NORM_AMAX_FP8 under cuDNN)."""
     key = job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe
     te = job.framework == "megatron"
-    fused, other = (CAST_BYTES_BLACKWELL if te and arch == "blackwell" else {}).get(
-        key, CAST_BYTES[key])
+    by_arch = CAST_BYTES_BLACKWELL if arch == "blackwell" else CAST_BYTES_NORM_AMAX
+    fused, other = (by_arch if te else {}).get(key, CAST_BYTES[key])
     if te and job.parallel.zero >= 3 and key in ("mxfp8", "current"):
         fused = 0.0625 if key == "mxfp8" else other
     return fused, other
