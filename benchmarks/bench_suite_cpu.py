@@ -39,23 +39,26 @@ def _late(*_):
 
 def _reap_all(pid: int):
     """Wait for `pid` and then for every descendant left (at most LINGER seconds more):
-    (the command's rusage, its exit code, wall seconds, the number of processes still running)."""
+    (the command's rusage, its exit code, wall seconds, the number of processes still running).
+    The alarm that ends the wait may fire anywhere in the loop: the whole loop is guarded."""
     start = time.monotonic()
     own, code, wall, left = None, 1, 0.0, 0
-    while True:
-        try:
-            got, status, usage = os.wait4(-1, 0)
-        except ChildProcessError:
-            break
-        except _Late:
-            left = sum(1 for e in os.scandir("/proc")
-                       if e.name.isdigit() and _parent(e.name) == os.getpid())
-            break
-        if got == pid:
-            own, code, wall = usage, os.waitstatus_to_exitcode(status), time.monotonic() - start
-            signal.signal(signal.SIGALRM, _late)
-            signal.alarm(LINGER)
-    signal.alarm(0)
+    try:
+        while True:
+            try:
+                got, status, usage = os.wait4(-1, 0)
+            except ChildProcessError:
+                break
+            if got == pid:
+                own, code = usage, os.waitstatus_to_exitcode(status)
+                wall = time.monotonic() - start
+                signal.signal(signal.SIGALRM, _late)
+                signal.alarm(LINGER)
+    except _Late:
+        left = sum(1 for e in os.scandir("/proc")
+                   if e.name.isdigit() and _parent(e.name) == os.getpid())
+    finally:
+        signal.alarm(0)
     return own, code, wall, left
 
 
@@ -73,14 +76,23 @@ def main(argv) -> int:
     else:
         extra = argv[argv.index("--") + 1:] if "--" in argv else []
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        print("this needs Linux's PR_SET_CHILD_SUBREAPER", file=sys.stderr)
+    prctl = None
+    if sys.platform.startswith("linux"):
+        try:
+            prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+        except OSError:
+            prctl = None
+    if prctl is None or prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        print("this needs Linux's PR_SET_CHILD_SUBREAPER (prctl)", file=sys.stderr)
         return 2
     load = os.getloadavg()
     pid = os.fork()
     if pid == 0:                                        # pragma: no cover - the command
-        os.execvp(command[0], command)
+        try:
+            os.execvp(command[0], command)
+        except OSError as e:
+            print(f"cannot run {command[0]}: {e}", file=sys.stderr)
+        os._exit(127)
     own, code, wall, left = _reap_all(pid)
     every = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"command: {' '.join(command)}\nexit code {code}, wall {wall:.1f} s, load average "

@@ -167,7 +167,7 @@ def test_parts_checked_but_never_together_are_outside():
 
 def test_a_calibration_without_bands_gives_the_default():
     # -25/+25 % (DEFAULT_BAND) widened to the shipped outside band where that is wider: with
-    # the shipped -21.32/+26.62 %, the default's -25 % and the shipped +26.36 %
+    # the shipped -21.32/+26.62 %, the default's -25 % and the shipped +26.62 %
     env = envelope(_spec(), "H100_SXM", priors())
     assert not env.inside and env.band == pytest.approx((-0.25, 0.2662), abs=1e-12)
     assert env.basis == "default"

@@ -73,9 +73,9 @@ def test_current_scaling_all_reduces_the_gathered_operands_amax_over_tp():
     one fp32, over the TP group, blocking; no other recipe, and nothing without SP."""
     from astral_dsl.seer import comm
 
-    def sp_job(dtype, recipe="current"):
+    def sp_job(dtype, recipe="current", framework="megatron"):
         return JobSpec("j", LLAMA_8B, ParallelSpec(tp=2, dp=4, sp=True, zero=1), 128, 2, 8192,
-                       "none", dtype, fp8_recipe=recipe)
+                       "none", dtype, fp8_recipe=recipe, framework=framework)
 
     low, f = ops(sp_job("fp8"), "F")
     _, b = ops(sp_job("fp8"), "B")
@@ -87,7 +87,28 @@ def test_current_scaling_all_reduces_the_gathered_operands_amax_over_tp():
     for name in ("out proj", "fc2"):
         assert b[name + " grad amax all-reduce"].dur == pytest.approx(want)
     assert not [n for n in f if "amax" in n and n.startswith(("out proj", "fc2"))]
-    for j in (sp_job("fp8", "delayed"), sp_job("mxfp8"), job("fp8")):
+    # torchao's tensorwise float8 under torchtitan's sequence parallelism is not Transformer
+    # Engine's quantiser: no amax all-reduce of its own
+    for j in (sp_job("fp8", "delayed"), sp_job("mxfp8"), job("fp8"),
+              sp_job("fp8", framework="torchtitan")):
         for phase in ("F", "B"):
             assert not [n for n in ops(j, phase)[1] if "amax all-reduce" in n and
                         n != "fp8 amax all-reduce"]
+
+
+def test_a_weight_cast_per_iteration_at_the_unfused_rate():
+    """The optimizer step carries the next iteration's fp8 weight casts (params.py): each linear
+    parameter at the rate of a cast no norm feeds, on a B200 3 bytes for delayed scaling (read
+    2, write 1: no transpose), 5 for current scaling (amax read 2, read 2, write 1), 4.0625 for
+    MXFP8 (read 2, both copies and their scales); bf16 casts nothing."""
+    steps = {}
+    for dtype, recipe in (("bf16", "current"), ("fp8", "delayed"), ("fp8", "current"),
+                          ("mxfp8", "current")):
+        low, _ = ops(job(dtype, recipe), "F")
+        steps[dtype, recipe] = low.optimizer_time(0)
+    base = steps["bf16", "current"]
+    casts = {k: v - base for k, v in steps.items() if k != ("bf16", "current")}
+    # the step is memory-bound (one stream rate): the casts' times go as their bytes
+    assert casts["fp8", "current"] / casts["fp8", "delayed"] == pytest.approx(5 / 3, rel=1e-6)
+    assert casts["mxfp8", "current"] / casts["fp8", "delayed"] == pytest.approx(4.0625 / 3,
+                                                                                rel=1e-6)

@@ -91,10 +91,10 @@ class LinearOps:
     def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None,
                 streams=None, expert=False, parts=(), chunks=1):
         """The forward GEMM of a transformer layer's linear layer: quantised for a quantised
-        job, after the cast of its input with the transpose its weight gradient needs
-        (CAST_BYTES per element, by recipe: fused into the norm for the layers a norm feeds,
-        `norm_fed`: TE's LayerNormLinear, QKV and fc1, whose input is the norm's output: the
-        rank's sequence-parallel shard). `gather`: the name of the TP all-gather of its input
+        job, after the cast of its input (cast_bytes per element, by recipe and GPU: for the
+        layers a norm feeds, `norm_fed`, TE's LayerNormLinear, QKV and fc1, whose input is the
+        norm's output, the rank's sequence-parallel shard, delayed scaling's cast fused into the
+        norm and current scaling's amax taken from it). `gather`: the name of the TP all-gather of its input
         (with SP), after the cast: Transformer Engine quantises the rank's shard and gathers
         the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
         quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
@@ -162,7 +162,7 @@ class LinearOps:
         passes of all elements, 2 + 4 + 1 = 7 kernels (counted with torch 2.13's profiler)."""
         if self.job.model.clamped:
             halves, kernels = (15, 7) if backward else (8, 3)     # passes x 2
-            self._ew(b, name, halves * elems * self.elem // 2, layer, kernels=kernels)
+            self._ew(b, name, halves * elems * self.elem / 2, layer, kernels=kernels)
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,
                     grad_gather=None, parts=()):

@@ -7,8 +7,6 @@ from typing import Tuple
 
 from astral_dsl.seer import comm
 
-FP8_WEIGHT_CAST_BYTES = 4.0    # read the bf16 weight (2), write it in fp8 and its transpose (1 + 1)
-
 
 def layer_linear_params(job, L: int) -> float:
     """Parameters of layer L's linear layers (QKV, out-projection, MLP or experts) held by one
@@ -208,9 +206,11 @@ class ParamsMixin:
         gradient-norm read and the gradient zeroing (8 bytes); with `optimizer_dtype = bf16` m and
         v take 2 bytes each and the gradient is read in bf16 (28 bytes in all). With fp8,
         Transformer Engine casts
-        each linear weight to fp8 (and its transpose) once per iteration, in the first
-        micro-batch's forward (Megatron-Core's TE modules pass `is_first_microbatch`); its cost
-        is counted here, with the step that produced the weights."""
+        each linear weight once per iteration, in the first micro-batch's forward (Megatron-Core's
+        TE modules pass `is_first_microbatch`), at the rate of a cast no norm feeds
+        (lower_linear.cast_bytes: with its transpose before Blackwell, current scaling's amax
+        pass, MXFP8's two block-scaled copies); its cost is counted here, with the step that
+        produced the weights."""
         dense, expert = self.stage_split(stage)
         if self.job.parallel.zero >= 1:
             dense /= self.groups["dp"].n
@@ -218,6 +218,6 @@ class ParamsMixin:
         nbytes = (28.0 if self.job.optimizer_dtype == "bf16" else 38.0) * (dense + expert)
         if self.job.fp8:     # the next iteration's weight casts (module docstring)
             linear = by_shape(self.job, layer_linear_params)
-            nbytes += FP8_WEIGHT_CAST_BYTES * sum(
+            nbytes += self.cast[1] * sum(
                 linear(L) for first, n in self.chunks[stage] for L in range(first, first + n))
         return self.c.stream("optimizer", nbytes, kernels=20)
