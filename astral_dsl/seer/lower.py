@@ -15,8 +15,8 @@ lower_comm.py; its unfused collectives copy to and from the sequence dimension, 
 With a quantised dtype (fp8, MXFP8, NVFP4) the linear layers' GEMMs run quantised after their
 casts (lower_linear.cast_bytes per recipe and GPU), the sequence-parallel all-gathers move the
 quantised shards (with current scaling after their amax's TP all-reduce), and with delayed
-scaling each chunk's forward ends with the amax all-reduce (docs/seer.md, "Low precision"). With `recompute_layers` only each chunk's first layers are
-recomputed. Multi-head latent attention
+scaling each chunk's forward ends with the amax all-reduce (docs/seer.md, "Low precision").
+With `recompute_layers` only each chunk's first layers are recomputed. Multi-head latent attention
 (DeepSeek-V3) projects queries and keys through their latent ranks; sliding-window layers attend
 to their window. Without CUDA graphs an MoE layer's forward waits for the host to read its token
 counts (none when padded to capacity) and both its passes lose moe_sync_s (fitted); with token
