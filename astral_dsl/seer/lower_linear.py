@@ -94,8 +94,8 @@ class LinearOps:
         job, after the cast of its input (cast_bytes per element, by recipe and GPU: for the
         layers a norm feeds, `norm_fed`, TE's LayerNormLinear, QKV and fc1, whose input is the
         norm's output, the rank's sequence-parallel shard, delayed scaling's cast fused into the
-        norm and current scaling's amax taken from it). `gather`: the name of the TP all-gather of its input
-        (with SP), after the cast: Transformer Engine quantises the rank's shard and gathers
+        norm and current scaling's amax taken from it). `gather`: the name of the TP all-gather
+        of its input (with SP), after the cast: Transformer Engine quantises the rank's shard and gathers
         the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
         quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
         `parts`: the layer is separate linear layers sharing the input (`separate`), whose
