@@ -264,58 +264,77 @@ class AttentionOps:
         return merge
 
     def _qkv_fwd(self, b, L, pre, gather):
-        """The query, key and value projections: one QKV GEMM, or MLA's down-projections (fed by
-        the norm, replicated over TP), latent norms and up-projections (DeepSeek-V3 technical
-        report, section 2.1.1)."""
-        m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
+        """The query, key and value projections: one QKV GEMM, or multi-head latent attention
+        (DeepSeek-V3 technical report, section 2.1.1) as Megatron-Core 0.16.1 builds it with
+        Transformer Engine (models/gpt/gpt_layer_specs.py, the MLA layer spec): the input norm
+        apart (TENorm), the down-projections `backend.linear()` (TELinear, parallel mode
+        "duplicated": weights replicated over TP, run on the rank's s / TP sequence-parallel
+        shard, their input cast unfused, no gather), the rotary key part of the key/value
+        latent gathered over TP under SP (bf16, rope_dim wide: transformer/
+        multi_latent_attention.py, get_query_key_value_tensors,
+        gather_from_sequence_parallel_region(k_pos_emb)), then the up-projections (_mla_up)."""
+        m, h = self.job.model, self.job.model.hidden
         if not m.mla:
             q, kv = self.heads * m.qk_dim, self.kv_heads * m.head_dim
-            self._linear(b, pre + "qkv", tokens, q + 2 * kv, h, L, norm_fed=True, gather=gather,
-                         parts=self._qkv_parts(q, kv))
+            self._linear(b, pre + "qkv", self.tokens, q + 2 * kv, h, L, norm_fed=True,
+                         gather=gather, parts=self._qkv_parts(q, kv))
             return
         if m.q_lora:
-            self._linear(b, pre + "q down", tokens, m.q_lora, h, L, norm_fed=True, gather=gather)
-            gather = None
-            self._ew(b, pre + "q norm", 2 * tokens * m.q_lora * self.elem, L, "norm")
-            self._mla_up(b, L, pre, "q")
-        else:
-            self._linear(b, pre + "q", tokens, self.heads * m.qk_dim, h, L, norm_fed=True,
+            self._linear(b, pre + "q down", self.sp_tokens, m.q_lora, h, L)
+        else:     # the query projection from the hidden state: column-parallel, norm-fed
+            self._linear(b, pre + "q", self.tokens, self.heads * m.qk_dim, h, L, norm_fed=True,
                          gather=gather)
-            gather = None
-        self._linear(b, pre + "kv down", tokens, m.kv_lora + m.rope_dim, h, L, norm_fed=True,
-                     gather=gather)
-        self._ew(b, pre + "kv norm", 2 * tokens * m.kv_lora * self.elem, L, "norm")
-        self._mla_up(b, L, pre, "kv")
+        self._linear(b, pre + "kv down", self.sp_tokens, m.kv_lora + m.rope_dim, h, L)
+        if self.sp:
+            self._coll(b, pre + "k pos all-gather", "ag", "tp",
+                       self.tokens * m.rope_dim * self.elem, L)
+        self._mla_up(b, L, pre)
 
     def _qkv_parts(self, q, kv):
         """The shares of the QKV GEMM's columns run as separate GEMMs (`separate`), else ()."""
         return (q / (q + 2 * kv), kv / (q + 2 * kv), kv / (q + 2 * kv)) if self.separate else ()
 
-    def _mla_up(self, b, L, pre, which=("q", "kv")):
-        """MLA's up-projections from the query and key/value latents (both recomputed in the
-        backward with Megatron-Core's `mla_up_proj` module)."""
-        m, tokens = self.job.model, self.tokens
-        if m.q_lora and "q" in which:
-            self._linear(b, pre + "q up", tokens, self.heads * m.qk_dim, m.q_lora, L)
-        if "kv" in which:
-            self._linear(b, pre + "kv up", tokens, self.heads * (m.head_dim + m.v_dim),
-                         m.kv_lora, L)
+    def _mla_up(self, b, L, pre):
+        """MLA's up-projections from the query and key/value latents, each a Transformer Engine
+        LayerNormLinear (TELayerNormColumnParallelLinear with `qk_layernorm`, gpt_layer_specs.py,
+        0.16.1): the latent's norm on the rank's sequence shard, the norm-fed cast, under SP
+        the all-gather of the normalised latent (q_lora or kv_lora wide), the column-parallel
+        GEMM. Recomputed whole in the backward with Megatron-Core's `mla_up_proj` module
+        (multi_latent_attention.py, qkv_up_proj_and_rope_apply under CheckpointWithoutOutput)."""
+        m, tokens, sp_tokens = self.job.model, self.tokens, self.sp_tokens
+        ups = [("q", self.heads * m.qk_dim, m.q_lora)] if m.q_lora else []
+        for which, n, lora in ups + [("kv", self.heads * (m.head_dim + m.v_dim), m.kv_lora)]:
+            self._ew(b, pre + which + " norm", 2 * sp_tokens * lora * self.elem, L, "norm")
+            self._linear(b, pre + which + " up", tokens, n, lora, L, norm_fed=True,
+                         gather=pre + which + " up all-gather")
 
     def _qkv_bwd(self, b, L):
-        m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
+        """The backward of _qkv_fwd: each up-projection column-parallel over its latent (the
+        latent re-gathered, its gradient reduce-scattered, q_lora or kv_lora wide), its
+        latent norm's backward on the shard, the rotary key part's gradient reduce-scattered,
+        the down-projections on the shard with no TP collective. Their replicated weights'
+        gradients are summed over TP once a step (Megatron-Core 0.16.1 distributed/
+        finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads: the parameters
+        TELinear marks `sequence_parallel`, extensions/transformer_engine.py), as the norms'
+        weights are: not priced (Seer prices no per-step TP reduction of the norms either)."""
+        m, tokens, sp_tokens, h = self.job.model, self.tokens, self.sp_tokens, self.job.model.hidden
         if not m.mla:
             q, kv = self.heads * m.qk_dim, self.kv_heads * m.head_dim
             self._linear_bwd(b, "qkv", tokens, q + 2 * kv, h, L, column=True,
                              parts=self._qkv_parts(q, kv))
             return
         self._linear_bwd(b, "kv up", tokens, self.heads * (m.head_dim + m.v_dim), m.kv_lora, L,
-                         column=False)
-        self._ew(b, "kv norm bwd", 3 * tokens * m.kv_lora * self.elem, L, "norm")
-        self._linear_bwd(b, "kv down", tokens, m.kv_lora + m.rope_dim, h, L, column=False)
+                         column=True, width=m.kv_lora)
+        self._ew(b, "kv norm bwd", 3 * sp_tokens * m.kv_lora * self.elem, L, "norm")
+        if self.sp:
+            self._coll(b, "k pos grad reduce-scatter", "rs", "tp",
+                       tokens * m.rope_dim * self.elem, L)
+        self._linear_bwd(b, "kv down", sp_tokens, m.kv_lora + m.rope_dim, h, L, column=False)
         if m.q_lora:
-            self._linear_bwd(b, "q up", tokens, self.heads * m.qk_dim, m.q_lora, L, column=False)
-            self._ew(b, "q norm bwd", 3 * tokens * m.q_lora * self.elem, L, "norm")
-            self._linear_bwd(b, "q down", tokens, m.q_lora, h, L, column=True)
+            self._linear_bwd(b, "q up", tokens, self.heads * m.qk_dim, m.q_lora, L,
+                             column=True, width=m.q_lora)
+            self._ew(b, "q norm bwd", 3 * sp_tokens * m.q_lora * self.elem, L, "norm")
+            self._linear_bwd(b, "q down", sp_tokens, m.q_lora, h, L, column=False)
         else:
             self._linear_bwd(b, "q", tokens, self.heads * m.qk_dim, h, L, column=True)
 

@@ -95,8 +95,8 @@ class LinearOps:
         layers a norm feeds, `norm_fed`, TE's LayerNormLinear, QKV and fc1, whose input is the
         norm's output, the rank's sequence-parallel shard, delayed scaling's cast fused into the
         norm and current scaling's amax taken from it). `gather`: the name of the TP all-gather
-        of its input (with SP), after the cast: Transformer Engine quantises the rank's shard and gathers
-        the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
+        of its `k`-wide input (with SP), after the cast: Transformer Engine quantises the rank's
+        shard and gathers the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
         quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
         `parts`: the layer is separate linear layers sharing the input (`separate`), whose
         casts torch.compile computes once (common subexpressions). `chunks`: a row-parallel
@@ -109,7 +109,7 @@ class LinearOps:
                 self._ew(b, name + " quantise", extra * rows * k * batch, layer)
             if gather is not None:
                 self._amax_tp(b, name, layer)
-        op = self._tp_gather(b, gather, layer) if gather is not None else None
+        op = self._tp_gather(b, gather, layer, k) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
         if op is not None:            # split with its all-gather
             chunks = self.ring
@@ -165,7 +165,7 @@ class LinearOps:
             self._ew(b, name, halves * elems * self.elem / 2, layer, kernels=kernels)
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,
-                    grad_gather=None, parts=()):
+                    grad_gather=None, parts=(), width=None):
         """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
         input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs
         (`tp_overlap = backward` or `full`: Megatron-LM's asynchronous TP all-reduce), or follow
@@ -179,8 +179,10 @@ class LinearOps:
         module/linear.py), blocking or split with the data-gradient GEMM (`tp_overlap =
         full`). A quantised layer's gathers move quantised data (ag_bytes). `parts`: separate
         linear layers sharing the input (`separate`): their data gradients are summed (one
-        fused kernel when compiled, pairwise adds when eager)."""
-        h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
+        fused kernel when compiled, pairwise adds when eager). `width`: the elements a token of a
+        column-parallel layer's re-gathered input and reduced input gradient (the hidden size by
+        default; MLA's up-projections: their latent's)."""
+        h, elem, tokens = width or self.job.model.hidden, self.elem, self.tokens
         tp = column and self.tp > 1
         fp8 = self.fp8 and layer_linear
         gathered = (self.ag_bytes if fp8 else elem) * tokens * h
@@ -189,7 +191,7 @@ class LinearOps:
             self._ew(b, name + " grad quantise", self.cast[1] * rows * n, L)
             if grad_gather is not None:
                 self._amax_tp(b, name + " grad", L)
-        grad_op = self._tp_gather(b, grad_gather, L) if grad_gather is not None else None
+        grad_op = self._tp_gather(b, grad_gather, L, n) if grad_gather is not None else None
         # which of a column-parallel layer's collectives overlap its GEMMs: none (`tp_overlap =
         # none`), both (Megatron-LM's), or under torch's micro-pipelined TP (`ring`) those it
         # fuses (lower.py, `gather_fused`): the input re-gather where its GEMMs read it
