@@ -324,7 +324,7 @@ class AttentionOps:
                              parts=self._qkv_parts(q, kv))
             return
         self._linear_bwd(b, "kv up", tokens, self.heads * (m.head_dim + m.v_dim), m.kv_lora, L,
-                         column=True, width=m.kv_lora)
+                         column=True)
         self._ew(b, "kv norm bwd", 3 * sp_tokens * m.kv_lora * self.elem, L, "norm")
         if self.sp:
             self._coll(b, "k pos grad reduce-scatter", "rs", "tp",
@@ -332,7 +332,7 @@ class AttentionOps:
         self._linear_bwd(b, "kv down", sp_tokens, m.kv_lora + m.rope_dim, h, L, column=False)
         if m.q_lora:
             self._linear_bwd(b, "q up", tokens, self.heads * m.qk_dim, m.q_lora, L,
-                             column=True, width=m.q_lora)
+                             column=True)
             self._ew(b, "q norm bwd", 3 * sp_tokens * m.q_lora * self.elem, L, "norm")
             self._linear_bwd(b, "q down", sp_tokens, m.q_lora, h, L, column=False)
         else:

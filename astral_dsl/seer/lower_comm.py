@@ -155,10 +155,11 @@ class CommOps:
         if self.ring > 1:
             ops[comm_op].dur += ops[gemm].dur / self.ring
 
-    def _tp_gather(self, b, name, layer, width=None):
+    def _tp_gather(self, b, name, layer, width):
         """With SP, the TP all-gather of a layer's input (or of a row-parallel layer's output
-        gradient), `width` elements a token (the hidden size by default): blocking, or (tp_overlap = full, where the GEMM reads the gathered tensor:
-        `gather_fused`) a side operator the GEMM beside it overlaps (returned; None
+        gradient), `width` elements a token: blocking, or
+        (tp_overlap = full, where the GEMM reads the gathered tensor: `gather_fused`) a side
+        operator the GEMM beside it overlaps (returned; None
         otherwise). A quantised job's layers gather quantised data (ag_bytes). torch's
         micro-pipelined TP (`ring`) first copies the rank's shard into its symmetric-memory
         buffer on the compute stream, before the first GEMM chunk (torch 2.8.0
@@ -167,7 +168,7 @@ class CommOps:
         if not self.sp:
             return None
         split = self.tp_full and self.gather_fused
-        nbytes = self.tokens * (width or self.job.model.hidden) * self.ag_bytes
+        nbytes = self.tokens * width * self.ag_bytes
         if split and self.ring > 1:
             self._ew(b, name + " symmetric copy", 2 * nbytes / self.tp, layer)
         op = self._coll(b, name, "ag", "tp", nbytes, layer, chain=not split)

@@ -96,8 +96,8 @@ class LinearOps:
         norm's output, the rank's sequence-parallel shard, delayed scaling's cast fused into the
         norm and current scaling's amax taken from it). `gather`: the name of the TP all-gather
         of its `k`-wide input (with SP), after the cast: Transformer Engine quantises the rank's
-        shard and gathers the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
-        quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
+        shard and gathers the quantised data (module/layernorm_linear.py,
+        `gather_along_first_dim(..., quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
         `parts`: the layer is separate linear layers sharing the input (`separate`), whose
         casts torch.compile computes once (common subexpressions). `chunks`: a row-parallel
         layer's GEMM split with its reduce-scatter (`ring`); one fed by an all-gather it is split
@@ -165,7 +165,7 @@ class LinearOps:
             self._ew(b, name, halves * elems * self.elem / 2, layer, kernels=kernels)
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,
-                    grad_gather=None, parts=(), width=None):
+                    grad_gather=None, parts=()):
         """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
         input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs
         (`tp_overlap = backward` or `full`: Megatron-LM's asynchronous TP all-reduce), or follow
@@ -179,13 +179,13 @@ class LinearOps:
         module/linear.py), blocking or split with the data-gradient GEMM (`tp_overlap =
         full`). A quantised layer's gathers move quantised data (ag_bytes). `parts`: separate
         linear layers sharing the input (`separate`): their data gradients are summed (one
-        fused kernel when compiled, pairwise adds when eager). `width`: the elements a token of a
-        column-parallel layer's re-gathered input and reduced input gradient (the hidden size by
-        default; MLA's up-projections: their latent's)."""
-        h, elem, tokens = width or self.job.model.hidden, self.elem, self.tokens
+        fused kernel when compiled, pairwise adds when eager). A column-parallel layer's
+        re-gathered input and reduced input gradient are `k` elements a token (the hidden size,
+        or MLA's latent for its up-projections)."""
+        elem, tokens = self.elem, self.tokens
         tp = column and self.tp > 1
         fp8 = self.fp8 and layer_linear
-        gathered = (self.ag_bytes if fp8 else elem) * tokens * h
+        gathered = (self.ag_bytes if fp8 else elem) * tokens * k
         if fp8:
             rows = self.sp_tokens if grad_gather is not None and self.ag_quantised else m_
             self._ew(b, name + " grad quantise", self.cast[1] * rows * n, L)
@@ -211,8 +211,8 @@ class LinearOps:
             self._dgrad_sum(b, name, m_ * k, len(parts), L)
             self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8, parts=parts)
             self._grad_copy(b, name, k * n, L)
-            self._dim_copy(b, name + kind[1], tokens * h * elem, L, fused=bool(parts))
-            self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
+            self._dim_copy(b, name + kind[1], tokens * k * elem, L, fused=bool(parts))
+            self._coll(b, name + kind[1], kind[0], "tp", tokens * k * elem, L)
             return
         gather = None
         if tp and self.sp:
@@ -231,7 +231,7 @@ class LinearOps:
             b.pending.append(grad_op)
         red = None
         if red_ovl:
-            red = self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L, chain=False)
+            red = self._coll(b, name + kind[1], kind[0], "tp", tokens * k * elem, L, chain=False)
         w = self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
                        extra=(gather,) if gather is not None else (), fp8=fp8, parts=parts)
         if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
@@ -241,8 +241,8 @@ class LinearOps:
         if red is not None and self.sp:
             self._ring_sum(b, name + " grad reduce-scatter sum", L)
         if tp and not red_ovl:
-            self._dim_copy(b, name + kind[1], tokens * h * elem, L, fused=bool(parts))
-            self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
+            self._dim_copy(b, name + kind[1], tokens * k * elem, L, fused=bool(parts))
+            self._coll(b, name + kind[1], kind[0], "tp", tokens * k * elem, L)
 
     def _grad_copy(self, b, name, params, layer):
         """Megatron FSDP's copy of a weight gradient into its main-gradient buffer, `params`
