@@ -106,6 +106,18 @@ FP8_PARAMS_FROM = (24, 7)
 # NeMo 25.07's (2.4.0 scripts/performance/helpers.py, set_precision_configs and
 # set_mcore_fsdp_configs) no longer do; Megatron-Bridge (0.3.0, 0.6.2) never did.
 FSDP_NO_FP8_PARAMS = ((25, 4),)
+# The releases whose MXFP8 runs gather the updated weights after the optimizer step, not during
+# the next forward: NeMo 25.07's performance scripts (nemo_toolkit 2.4.0 scripts/performance/
+# helpers.py, set_precision_configs, lines 225-235) set `reuse_grad_buf_for_mxfp8_param_ag` for
+# the MXFP8 recipe and turn `overlap_param_gather` off ("Disabling AG overlap because it is not
+# supported with reuse_grad_buf_for_mxfp8_param_ag"), as Megatron-Core 0.13.0, built the same day
+# as nemo_toolkit 2.4.0 (2025-07-25), requires (distributed/distributed_data_parallel.py 551-554:
+# "MXFP8 param currently does not support DP AG overlap"); its distributed optimizer then
+# all-gathers the 16-bit weights synchronously after the step (optimizer/distrib_optimizer.py
+# step_with_ready_grads). Megatron-Core 0.14.0 overlaps it (distributed_data_parallel.py 570-573)
+# and Megatron-Bridge 0.3.0 keeps the gather overlapped (training/comm_overlap.py,
+# train.py _handle_mxfp8_param_buffer_copy). NeMo 25.04's scripts (2.3.0) have no such setting.
+MXFP8_GATHER_AFTER_STEP = ((25, 7),)
 # Before this release the NeMo rows are read with attention on FlashAttention-2's kernels
 # (`attention = flash2`, the flash-attn package). Transformer Engine prefers its cuDNN
 # FusedAttention on Hopper ("Disabling FlashAttention to give FusedAttention preference on
@@ -281,10 +293,16 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
         fsdp = row.count("fsdp")
         if not paper:
             fields["overlap_grad_reduce"] = dp > 1
-            fields["overlap_param_gather"] = dp > 1 and (fsdp or 0) < 1
+            gather_after = release in MXFP8_GATHER_AFTER_STEP and prec is not None and \
+                prec[0] == "mxfp8"
+            fields["overlap_param_gather"] = dp > 1 and (fsdp or 0) < 1 and not gather_after
             if dp > 1:
                 assumed.append("the distributed optimizer with overlapped gradient reduction "
-                               "and parameter gathering (the recipes' default)")
+                               + ("and the MXFP8 weights all-gathered in 16 bits after the "
+                                  "optimizer step (NeMo 25.07's scripts: "
+                                  "reuse_grad_buf_for_mxfp8_param_ag, no gather overlap)"
+                                  if gather_after and (fsdp or 0) < 1 else
+                                  "and parameter gathering (the recipes' default)"))
             if fsdp is not None and fsdp >= 1:
                 par["fsdp"] = True
                 fields["overlap_param_gather"] = False
