@@ -719,3 +719,42 @@ def test_an_over_long_cell_is_e766_with_its_limit():
     (d,) = parse_table(_csv(rows), "t.csv").diagnostics
     assert d.code == "E766" and "field limit" in d.message
     assert d.hint.startswith(f"a cell holds at most {_csv_module.field_size_limit():,} characters")
+
+
+def test_nemo_25_07_mxfp8_rows_gather_their_weights_after_the_step():
+    """NeMo 25.07's performance scripts run MXFP8 with `reuse_grad_buf_for_mxfp8_param_ag` and
+    `overlap_param_gather = False` (nemo_toolkit 2.4.0 scripts/performance/helpers.py,
+    set_precision_configs), as Megatron-Core 0.13.0 requires (distributed_data_parallel.py
+    551-554): the distributed optimizer all-gathers the 16-bit weights after the step
+    (runs/stacks.py MXFP8_GATHER_AFTER_STEP). So r187, r189 and r193 (25.07, "FP8 alt" on
+    GB200) read no gather overlap; the same release's current-scaling row (r188, under FSDP, no
+    such gather), r189 as 25.09 (Megatron-Core 0.14 overlaps it) and r189 in BF16 keep theirs.
+    By hand, r187 (Llama 3 8B, TP 1, PP 1, DP 8) gathers every parameter in 2 bytes after the
+    step: embedding and head 2 x 128,256 x 4,096 = 1,050.67 M, 32 layers of 2 x 4,096^2 +
+    2 x 4,096 x 1,024 + 3 x 4,096 x 14,336 linear weights and 4 x 4,096 of norms (Seer's count,
+    params.layer_params) = 218.12 M each, 6,979.85 M: 8,030.52 M parameters, 16.06 GB, all of
+    it after the optimizer in the step."""
+    from astral_dsl.seer import comm
+    from astral_dsl.seer.forecast import run
+
+    rows = [_row("r187"), _row("r189"), _row("r193"), _row("r188"),
+            _row("r189", id="bridge", source_version="NeMo 25.09 container (Megatron-Bridge)"),
+            _row("r189", id="bf16", precision="BF16")]
+    prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    assert {i: prepared[i].spec.overlap_param_gather for i in prepared} == {
+        "r187": False, "r189": False, "r193": False, "r188": False, "bridge": True,
+        "bf16": True}
+    assert [prepared[i].spec.parallel.zero for i in ("r187", "r189", "r193")] == [1, 1, 1]
+    assert any("after the optimizer step" in a for a in prepared["r189"].expressed.assumed)
+    assert not any("after the optimizer step" in a
+                   for a in prepared["bridge"].expressed.assumed)
+    p = prepared["r187"]
+    fc = run(p.spec, p.gpu, p.net)
+    low = fc.lowering
+    gather = low.at(0).param_gather(low.stage_split(0), low.stage_linear(0))
+    assert low.stage_params(0) == pytest.approx(8030.52e6, rel=1e-5)
+    assert gather == pytest.approx(comm.all_gather(p.net, low.groups["dp"], 2 * 8030.52e6),
+                                   rel=1e-5)
+    assert fc.breakdown["dp_comm"] >= gather
+    overlapped = run(p.spec.with_(overlap_param_gather=True), p.gpu, p.net)
+    assert fc.iteration_time > overlapped.iteration_time

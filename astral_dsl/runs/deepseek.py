@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from astral_dsl.runs.precision import squeezed as _n
+from astral_dsl.runs.releases import FLEX_FROM
 
 MODEL = "deepseekv3"          # the row label, as runs.precision.squeezed
 # (pp, vp) -> decoder layers per virtual stage, in model order (module docstring)
@@ -30,10 +31,8 @@ RECIPE_LAYOUTS = {
 
 
 def bridge_deepseek(row, release, framework: str) -> bool:
-    """Whether the row is NVIDIA's DeepSeek-V3 on Megatron-Bridge (NeMo 25.09 on: stacks.FLEX_FROM,
+    """Whether the row is NVIDIA's DeepSeek-V3 on Megatron-Bridge (NeMo 25.09 on: releases.FLEX_FROM,
     the first release the tables run on Megatron-Bridge)."""
-    from astral_dsl.runs.stacks import FLEX_FROM
-
     return framework == "megatron" and _n(row.model).startswith(MODEL) and \
         release is not None and release >= FLEX_FROM
 

@@ -12,7 +12,7 @@ qwen/qwen3_moe.py and gpt_oss/gpt_oss.py never set it). NeMo 2.0's wheel (nemo_t
 no such setting, nor have NeMo 25.04's and 25.07's performance scripts (nemo_toolkit 2.3.0 and
 2.4.0, scripts/performance/llm/) or their Megatron-Core (0.12.0 and 0.13.0 have no such option:
 it came later). So every row from NeMo
-25.09 (the flex dispatcher's release, stacks.FLEX_FROM) on is read with what Megatron-Bridge
+25.09 (the flex dispatcher's release, releases.FLEX_FROM) on is read with what Megatron-Bridge
 0.6.2's performance recipe for its model, GPU and precision sets, an ASSUMPTION for the
 releases before (each such row says so in its `assumed` list), and the rows before 25.09 without
 the overlap. The container of each Megatron-Bridge release is inferred from the release dates
@@ -60,7 +60,7 @@ SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
 # the release taken to ship Megatron-Bridge 0.6.2 (module docstring): the first whose own
 # performance recipe is available
 OWN_FROM = (26, 8)
-# the first Megatron-Bridge container (stacks.FLEX_FROM): NeMo 2.x's before it ran Megatron-Core
+# the first Megatron-Bridge container (releases.FLEX_FROM): NeMo 2.x's before it ran Megatron-Core
 # 0.12 (25.04) and 0.13 (25.07), which have no overlap_moe_expert_parallel_comm (module docstring)
 NEMO2_BEFORE = (25, 9)
 

@@ -17,8 +17,10 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.runs.deepseek import mtp_unread, recipe_layout
 from astral_dsl.runs.parts import names_stdlib_system, system_of
-from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, dated,
-                                    precision_of, release_of, stack_of, stated_settings, su_gpus)
+from astral_dsl.runs.precision import precision_of
+from astral_dsl.runs.releases import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, dated,
+                                      release_of)
+from astral_dsl.runs.stacks import stack_of, stated_settings, su_gpus
 from astral_dsl.runs.system_spec import System
 from astral_dsl.runs.table import Run
 from astral_dsl.seer.stages import derived_layout

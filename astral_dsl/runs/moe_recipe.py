@@ -19,7 +19,7 @@ append it themselves. Padded to capacity, Megatron-Core's alltoall dispatcher kn
 split ahead and sets no host synchronisation point (0.12.0 and 0.13.0,
 transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher: `drop_and_pad` keeps
 cuda_sync_point = "no_sync"). NeMo 25.04 is taken to ship nemo_toolkit 2.3.0 and NeMo 25.07
-2.4.0 (the 25.09 container moved to Megatron-Bridge, stacks.FLEX_FROM), and to run Megatron-Core
+2.4.0 (the 25.09 container moved to Megatron-Bridge, releases.FLEX_FROM), and to run Megatron-Core
 0.12 and 0.13; the DeepSeek-V3 script of 2.4.0 drops tokens on Blackwell only (USE_TOKEN_DROP),
 and the table has no such row.
 
@@ -34,7 +34,7 @@ Mixtral's 8, the rank's whole input through one MLP).
 
 GPT-OSS's Megatron-Bridge recipes keep Megatron-Core's alltoall token dispatcher (NCCL
 all-to-all) where the other MoE recipes from NeMo 25.09 are read with the flex one
-(stacks.FLEX_FROM): the model's provider sets `moe_token_dispatcher_type = "alltoall"` (0.3.0
+(releases.FLEX_FROM): the model's provider sets `moe_token_dispatcher_type = "alltoall"` (0.3.0
 models/gpt_oss/gpt_oss_provider.py:72) and its recipe changes no dispatcher setting (0.3.0
 recipes/gpt_oss/gpt_oss.py); 0.6.2's library recipe sets "alltoall" again (recipes/gpt_oss/h100/
 gpt_oss.py:204; its `moe_flex_dispatcher_backend = "deepep"` is never applied: unlike the
@@ -71,7 +71,7 @@ ALLTOALL_RECIPES = (("gptoss", ("gb200", "gb300"), ("mxfp8",)),)
 # layout without its micro-batch: the dispatcher does not depend on it. Not taken: Qwen3
 # 235B-A22B's 256-B200 MXFP8 recipe (HybridEP, but with 3 virtual stages where the rows run none).
 HYBRID_EP_RECIPES = (("qwen330ba3b", "b200", ("bf16", "fp8", "mxfp8"), (1, 1, 8)),)
-# the first release of Megatron-Bridge's containers (stacks.FLEX_FROM), whose MoE recipes drop
+# the first release of Megatron-Bridge's containers (releases.FLEX_FROM), whose MoE recipes drop
 # tokens only where the table's label says so
 BRIDGE_FROM = (25, 9)
 

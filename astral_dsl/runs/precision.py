@@ -35,8 +35,12 @@ def precision_of(precision: str, gpu: str,
     if "mxfp8" in p or "fp8-mx" in p or "fp8 mx" in p:
         return ("mxfp8", "delayed"), "MXFP8"
     if "alt" in p and "fp8" in p:
-        # 25.09/25.07 footnotes: the alternative granularity is 32x32 blocks on Blackwell
-        # (MXFP8), 128x128 weights / 1x128 activations on H100 (fp8 with 128-blocks)
+        # 25.09's footnote: the alternative granularity is 32x32 blocks on Blackwell (MXFP8),
+        # 128x128 weights / 1x128 activations on H100 (fp8 with 128-blocks). NeMo 25.07's
+        # stored copy lost its footnote; its scripts' recipes are ds, cs, mxfp8 and ss
+        # (nemo_toolkit 2.4.0 scripts/performance/argument_parser.py), and TE 2.4.0 / 2.5.0
+        # run 128-block scaling (ss) on Hopper only (pytorch/fp8.py,
+        # check_fp8_block_scaling_support), so its Blackwell alternative is MXFP8 too
         return (("mxfp8", "delayed"), "FP8 alt granularity on Blackwell: MXFP8") if blackwell \
             else (("fp8", "blockwise"), "FP8 alt granularity on Hopper: 128-block scales")
     if "rowwise" in p:

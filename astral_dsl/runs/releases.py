@@ -1,0 +1,96 @@
+"""The releases of the frameworks the published runs ran, as dates and what changed with them: a
+row's release (NeMo / Megatron-Bridge container, or the date of a torchtitan commit) and the first
+or only releases whose code does a thing the runs table's reading depends on (runs/stacks.py,
+runs/express.py). Each constant says what changed and where in that release's source."""
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+
+def release_of(row) -> Optional[Tuple[int, int]]:
+    """(year, month) of a NeMo / Megatron-Bridge container release ("NeMo 26.06 container"), or
+    None."""
+    m = re.search(r"nemo\s+(\d\d)\.(\d\d)", row.source_version.lower())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def dated(row) -> Optional[Tuple[int, int]]:
+    """(year, month) a row's `source_version` dates its code by ("torchtitan 9dec370 / torch
+    1963fc8 (2024-12)"), or None."""
+    m = re.search(r"\((\d{4})-(\d{2})\)", row.source_version)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+# torchtitan 0.1.0 (2025-06) split the local batch into pipeline micro-batches of
+# `pipeline_parallel_microbatch_size` (default 1, config_manager.py); before it,
+# `experimental.pipeline_parallel_microbatches` defaulted to the number of pipeline stages. The
+# 2024-12 benchmark's 405B rows bear it out: 1F1B and interleaved 1F1B at the same layout ran at
+# 100 and 128 tokens/s per GPU, as 8 micro-batches make them differ (with 32, the bubbles would
+# differ by a few per cent).
+TITAN_MICROBATCH_SIZE_FROM = (2025, 6)
+# torchtitan's multi-stage (interleaved) schedules take 2 stages per rank when no split is given
+# (torchtitan 0.1.0, distributed/pipeline.py generate_split_points)
+TITAN_STAGES_PER_RANK = 2
+
+
+# From this Megatron-Bridge release on, the MoE recipes of transformer models are taken to replay
+# the step from CUDA graphs with sync-free (dropless) token dispatch: they step up on GB200 at an
+# unchanged layout between 26.04.01 and 26.06 (Qwen3-30B-A3B +55 %, DeepSeek-V3 +17 %, the dense
+# recipes unchanged), the size of what the host synchronisation of the token counts and the
+# launches around it cost a small-expert model; the hybrid Mamba MoE recipes do not (Nemotron 3
+# Nano +2 %, Nemotron 3 Super +1 %) and are taken to run as before. An assumption read off the
+# published tables, stated here and in docs/runs.md: the tables do not publish CUDA graph
+# settings.
+MOE_GRAPHS_FROM = (26, 6)
+# From NeMo 25.09 (Megatron-Core 0.14) the MoE performance recipes dispatch tokens with the
+# "flex" dispatcher: DeepEP's kernels across nodes, HybridEP's on GB200 NVL72 (Megatron-Core's
+# moe_token_dispatcher_type = flex); before, with NCCL's all-to-all. An assumption: the tables
+# do not name the dispatcher.
+FLEX_FROM = (25, 9)
+# From this release on the NVIDIA fp8, MXFP8 and current-scaling rows keep their linear weights
+# as fp8 parameters (`fp8_params`): Megatron-Bridge's precision configs (training/
+# mixed_precision.py, 0.2.0 to 0.6.2, `fp8_param_gather = True`) and NeMo 2.0's (nemo_toolkit
+# 2.0.0 collections/llm/recipes/precision/mixed_precision.py, `fp8_params = True`) set it; not
+# their 128-block (subchannel) config, nor NVFP4 (`fp4_param_gather`). NeMo 1.x had the same
+# switch (nemo_toolkit 2.0.0's megatron_gpt_model.py builds the model under Transformer Engine's
+# fp8_model_init with `fp8_params`, and its distributed Adam gathers Float8Tensor parameters),
+# off by default. That NeMo 24.07's performance runs set it is an ASSUMPTION, which its
+# Nemotron-4 340B row (TP 8, PP 8, 12 virtual stages of one layer, DP 2) argues for: without it
+# that run needs 91.8 GB (85.9 GB on the GPU) unless every layer is recomputed (one layer a
+# chunk leaves Megatron-Core's `--recompute-num-layers` nothing between none and all), and
+# recomputing every layer is 20 % slower than it ran, recomputing none 3 % faster. The 24.03
+# rows keep Transformer Engine's default (16-bit weights and fp8 copies).
+FP8_PARAMS_FROM = (24, 7)
+# The releases whose performance scripts turn fp8 parameters off under Megatron FSDP: NeMo
+# 25.04's (nemo_toolkit 2.3.0 scripts/performance/utils.py, set_primary_perf_configs, lines
+# 352-354: "Currently FSDP does not support FP8 param gather. Disabling fp8 param gather.",
+# `recipe.trainer.plugins.fp8_param_gather = False`, which MegatronMixedPrecision passes on as
+# DtypeConfig's `fp8_param` too: nemo/lightning/pytorch/plugins/mixed_precision.py 148-149).
+# NeMo 25.07's (2.4.0 scripts/performance/helpers.py, set_precision_configs and
+# set_mcore_fsdp_configs) no longer do; Megatron-Bridge (0.3.0, 0.6.2) never did.
+FSDP_NO_FP8_PARAMS = ((25, 4),)
+# The releases whose MXFP8 runs gather the updated weights after the optimizer step, not during
+# the next forward: NeMo 25.07's performance scripts (nemo_toolkit 2.4.0 scripts/performance/
+# helpers.py, set_precision_configs, lines 225-235) set `reuse_grad_buf_for_mxfp8_param_ag` for
+# the MXFP8 recipe and turn `overlap_param_gather` off ("Disabling AG overlap because it is not
+# supported with reuse_grad_buf_for_mxfp8_param_ag"), as Megatron-Core 0.13.0, built the same day
+# as nemo_toolkit 2.4.0 (2025-07-25), requires (distributed/distributed_data_parallel.py 551-554:
+# "MXFP8 param currently does not support DP AG overlap"); its distributed optimizer then
+# all-gathers the 16-bit weights synchronously after the step (optimizer/distrib_optimizer.py
+# step_with_ready_grads). Megatron-Core 0.14.0 overlaps it (distributed_data_parallel.py 570-573)
+# and Megatron-Bridge 0.3.0 keeps the gather overlapped (training/comm_overlap.py,
+# train.py _handle_mxfp8_param_buffer_copy). NeMo 25.04's scripts (2.3.0) have no such setting.
+MXFP8_GATHER_AFTER_STEP = ((25, 7),)
+# Before this release the NeMo rows are read with attention on FlashAttention-2's kernels
+# (`attention = flash2`, the flash-attn package). Transformer Engine prefers its cuDNN
+# FusedAttention on Hopper ("Disabling FlashAttention to give FusedAttention preference on
+# Hopper+ for performance reasons": 1.9.0's pytorch/attention.py and 2.9's attention/
+# dot_product_attention/utils.py, get_attention_backend) and takes its FlashAttention path
+# otherwise. Whether 1.4, which NeMo 24.03 ran, already preferred cuDNN is not known (no registry
+# has 1.4-1.8; the table has no row between 24.03 and 24.07): that it did not is an ASSUMPTION,
+# which the data agree with: NeMo 24.03's Llama 2 7B at 16K, 128K and 512K tokens (attention
+# 40-95 % of the step) are forecast +32, +80 and +88 % on the fused kernels' fitted rate
+# (attn_eff), +3, +5 and +3 % on FlashAttention-2's published H100 rate (docs/seer.md, stop 54);
+# 24.07's rows of 2K-4K tokens fit on the fused ones.
+FA2_BEFORE = (24, 7)
