@@ -68,7 +68,7 @@ def test_the_diagnosis_band_the_docs_quote_is_the_forecasts():
     (low, high), source = band_of(fc.detail)
     assert source == ("the forecast's default band, not a measurement: outside the calibrated "
                       "envelope (the combination H100/BF16/flash/dense/megatron), W753")
-    # Seer's outside band, -21/+27 %: 1 - 0.2086 = 0.79, 1 + 0.2694 = 1.27 (it read 1.39x, the
+    # Seer's outside band, -21/+27 %: 1 - 0.2086 = 0.79, 1 + 0.2698 = 1.27 (it read 1.39x, the
     # band before the leave-one-group-out groups were read as Seer reads the rows)
     band = f"{low:.2f}-{high:.2f}x"
     assert band == "0.79-1.27x"
