@@ -77,7 +77,11 @@ def quantity_si(text: str, like: str, what: str) -> float:
     if not unit or parse_unit(unit).dims != want.dims:
         raise GridError(f"{what} {text.strip()}: write a quantity in {like} or another unit of "
                         "its kind (e.g. `4 yr`)")
-    return float(value * parse_unit(unit).scale)
+    si = value * parse_unit(unit).scale
+    if abs(si) > _FLOAT_MAX:                   # 1e308 yr: a number, but not in seconds
+        raise GridError(f"{what} {text.strip()}: beyond the range of a number in {like} "
+                        "(1.8e308)")
+    return float(si)
 
 
 def _show(value: Fraction, unit: str) -> str:
