@@ -105,6 +105,11 @@ def run(args, overrides) -> int:
         return usage(str(exc))
     except ClusterError as exc:
         return _fail(args, [cluster_failure(exc)])
+    from astral_dsl.pools import too_many
+
+    # (after cluster_spec: --workers beside --cluster is refused as such)
+    if (refused := too_many("--workers", args.workers)) is not None:
+        return usage(refused)
     from astral_dsl.cli.runs import read_calibration
 
     calibration, failed = read_calibration(args)
