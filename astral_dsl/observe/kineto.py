@@ -87,6 +87,12 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
     groups = list(_groups(info.get("pg_config")))
     group_index: Dict[Tuple, int] = {(g.name, g.ranks): i for i, g in enumerate(groups)}
     scan = kernels.from_events(doc.traceEvents, groups, group_index)
+    if scan.skipped:
+        diags.append(diag("E784", f"{scan.skipped} GPU kernel or ProfilerStep event(s) of the "
+                                  f"trace cannot be read and are skipped; one of them, "
+                                  f"{scan.skipped_why}", path,
+                          "a complete event's `ts` and `dur` are microseconds: finite numbers, "
+                          "the duration not negative (the trace is damaged)"))
     if not len(scan.ts):
         return None, diags + [diag("E788", "the trace holds no GPU kernel: nothing to compare",
                                    path, "profile with ProfilerActivity.CUDA")]
