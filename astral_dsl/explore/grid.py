@@ -84,6 +84,12 @@ def quantity_si(text: str, like: str, what: str) -> float:
     return float(si)
 
 
+def _many(n: int) -> str:
+    """A count of values for a message: 1,000,001, or past 10^15 its order (`1..2:1e-300`
+    printed all 301 digits of 10^300 + 1)."""
+    return f"{n:,}" if n < 10 ** 15 else f"about 10^{len(str(n)) - 1}"
+
+
 def _show(value: Fraction, unit: str) -> str:
     text = _decimal(value)
     return f"{text} {unit}" if unit else text
@@ -254,7 +260,7 @@ def _range(name: str, text: str) -> Grid:
     # inclusive: every step up to the end; `..<`: every step before it
     count = (math.ceil(span) if open_end else int(span) + 1)
     if count > MAX_POINTS:
-        raise GridError(f"--grid {name}={text}: {count:,} values, more than a sweep takes "
+        raise GridError(f"--grid {name}={text}: {_many(count)} values, more than a sweep takes "
                         f"({MAX_POINTS:,})")
     values = tuple(_show(start + i * step, unit) for i in range(count))
     last = start + (count - 1) * step
@@ -287,7 +293,7 @@ def parse_grids(specs: Sequence[str], sets: Dict[str, str]) -> List[Grid]:
     for g in grids:
         total *= len(g.values)
     if total > MAX_POINTS:
-        raise GridError(f"the grids make {total:,} points, more than a sweep takes "
+        raise GridError(f"the grids make {_many(total)} points, more than a sweep takes "
                         f"({MAX_POINTS:,}); narrow a range or take a larger step")
     return grids
 
