@@ -66,3 +66,13 @@ def test_a_step_annotation_with_a_nan_start_is_said(tmp_path):
     assert ("E784", "1 GPU kernel or ProfilerStep event(s) of the trace cannot be read and are "
                     "skipped; one of them, `ProfilerStep#1`: `ts` is nan: not a finite time") in diags
     assert traces[0].iteration.tolist() == [2, 2]     # the kernels of step 1 fall in none
+
+
+def test_a_rank_past_c10ds_int_is_no_rank(tmp_path):
+    # it was taken, and E786 printed its 401 digits; as a negative one, the file name says
+    doc = _trace(GOOD)
+    doc["distributedInfo"]["rank"] = 10 ** 400
+    traces, diags = _read(tmp_path, doc)
+    assert diags == [("W783", "`distributedInfo.rank` is 1000000000000000000000000000000000000"
+                              "..., not a rank: the rank is taken from the file name (`rank-N`)")]
+    assert traces[0].rank == 0

@@ -67,8 +67,10 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
                                   f"size (a whole number from 1 to {MAX_WORLD:,}): the trace "
                                   f"is not checked against the job's world size", path,
                           "the trace's `distributedInfo` is damaged: check it is this job's"))
-    if rank is not None and rank < 0:
-        rank = None                       # not a rank: as if unsaid, and said so below
+    if rank is not None and not 0 <= rank < MAX_WORLD:
+        # not a rank (negative, or past c10d's int: a 401-digit rank was printed whole in
+        # E786): as if unsaid, and said so below
+        rank = None
     if rank is None:
         # a value that is not a rank (negative, fractional, text): named, not taken
         bad = "" if said is None else f"`distributedInfo.rank` is {_shown(said)}, not a rank"
