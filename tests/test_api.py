@@ -295,6 +295,9 @@ def test_sweep_takes_a_workspace_and_lists_of_single_values():
         astral_dsl.sweep(pod, {"hosts_per_rack": 4})  # type: ignore[dict-item]
     with pytest.raises(SweepError, match="workers must be at least 1, not 0"):
         astral_dsl.sweep(pod, {"hosts_per_rack": [4]}, workers=0)
+    with pytest.raises(SweepError, match="workers 100000: this process may run on") as err:
+        astral_dsl.sweep(pod, {"hosts_per_rack": [4]}, workers=100_000)
+    assert err.value.diagnostics[0].code == "E309"
 
 
 def test_under_takes_a_scenario_or_its_name(tmp_path):

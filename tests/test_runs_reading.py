@@ -114,6 +114,20 @@ def test_virtual_stages_without_a_pipeline_blame_the_vp_column():
     assert p.reason.startswith("E760: ") and "pp = 1" in p.reason
 
 
+def test_a_sharding_group_must_divide_the_ranks_it_shards():
+    # r212 (NeMo AutoModel, FSDP2): 64 GPUs, cp 2, its fsdp 32 the DP ranks. A group of
+    # 1,000,000 (or 3) GPUs was read as `on` and forecast as the row's own; 64 = DP x CP is
+    # torchtitan's dp_shard x cp mesh, a group of its own
+    rows = [_row("r212", id=f"f{n}", fsdp=str(n)) for n in (1_000_000, 3, 128, 64, 32, 1, 0)]
+    by = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    for n in (1_000_000, 3, 128):
+        assert by[f"f{n}"].status == "not_expressible" and by[f"f{n}"].field == "fsdp"
+        assert by[f"f{n}"].reason == (f"a sharding group of {n:,} GPUs does not divide the 64 "
+                                      f"data- and context-parallel ranks it shards (64 GPUs / "
+                                      f"(tp x pp = 1))")
+    assert all(by[f"f{n}"].status != "not_expressible" for n in (64, 32, 1, 0))
+
+
 # ---- the system a row ran on (runs/parts.py) -------------------------------------------------------------
 SYSTEM_CELLS = [
     # (system, gpu) -> the stdlib system, or (the column blamed, words of why)

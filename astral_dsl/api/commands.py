@@ -104,6 +104,11 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     if _a.whole(workers, "workers") is not None and workers < 1:     # a value out of range
         raise _sweep.refused("E309", f"workers must be at least 1, not {workers}", path,
                              "give 1 or more worker processes, or None for one per core")
+    from astral_dsl.pools import too_many
+
+    if (refused := too_many("workers", workers)) is not None:
+        raise _sweep.refused("E309", refused, path,
+                             "give at most one worker process per core, or None for one per core")
     if calibration is not None and job is None:        # as `astral sweep` refuses it
         raise _sweep.refused("E307", "calibration prices the forecasts of `job`: give the job "
                              "too", path, "name the job to forecast: `job=\"...\"`")

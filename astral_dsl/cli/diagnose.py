@@ -42,8 +42,9 @@ def register(sub) -> None:
     d.add_argument("-o", "--output", metavar="DIAGNOSIS.json",
                    help="also write the diagnosis as JSON (for `astral render --highlight`)")
     d.add_argument("--jobs", type=int, metavar="N",
-                   help="processes reading the observed files (default: one per core, from "
-                        "64 files on); the diagnosis is the same whatever N")
+                   help="processes reading the observed files, at most one per core "
+                        "(default: one per core, from 64 files on); the diagnosis is the same "
+                        "whatever N")
     d.add_argument("--schema", action="store_true",
                    help="print the JSON Schema of the diagnosis document")
     add_calibration(d)
@@ -62,6 +63,10 @@ def run(args, overrides) -> int:
         return usage("diagnose needs FILE and --observed PATH... (or --schema)")
     if args.jobs is not None and args.jobs < 1:
         return usage(f"--jobs {args.jobs}: at least one process reads the files")
+    from astral_dsl.pools import too_many
+
+    if (refused := too_many("--jobs", args.jobs)) is not None:
+        return usage(refused)
     from astral_dsl.cli.runs import read_calibration
 
     calibration, failed = read_calibration(args)

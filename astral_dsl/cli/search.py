@@ -29,7 +29,8 @@ def register(sub) -> None:
                    help="GPU counts to split, e.g. 512,1024 or 256..1024:256 (default: the "
                         "job's `gpus`, else its placement's)")
     s.add_argument("--life", metavar="DURATION",
-                   help="the write-off period of the cost per token (default: 4 yr, assumed)")
+                   help="the write-off period of the cost per token, from a day to a century "
+                        "(default: 4 yr, assumed)")
     s.add_argument("-o", "--output", metavar="FILE.csv|FILE.jsonl",
                    help="write the ranked rows as CSV or JSON Lines (by the extension)")
     s.add_argument("--calibration", metavar="FIT.json",
@@ -67,7 +68,18 @@ def _life(text: str) -> float:
         raise ValueError(str(exc)) from None
     if seconds <= 0:
         raise ValueError(f"--life {text}: a write-off period is positive")
+    if not LIFE_LOW_S <= seconds <= LIFE_HIGH_S:
+        raise ValueError(f"--life {text}: a write-off period is from a day to a century "
+                         f"(the default: 4 yr); beyond, the cost per token is an artefact of the "
+                         f"period, not of the configuration")
     return seconds
+
+
+# [assumed] plausibility bounds of --life, as model/kinds.py bounds a design's values: hardware
+# written off in less than a day or over more than a century is a typo (1e-300 s priced a token
+# at 1.9e305 USD, 1e308 yr overflowed: E000)
+LIFE_LOW_S = 86400
+LIFE_HIGH_S = 100 * 365 * 86400
 
 
 def run(args, overrides) -> int:
@@ -93,6 +105,11 @@ def run(args, overrides) -> int:
         return usage(str(exc))
     except ClusterError as exc:
         return _fail(args, [cluster_failure(exc)])
+    from astral_dsl.pools import too_many
+
+    # (after cluster_spec: --workers beside --cluster is refused as such)
+    if (refused := too_many("--workers", args.workers)) is not None:
+        return usage(refused)
     from astral_dsl.cli.runs import read_calibration
 
     calibration, failed = read_calibration(args)

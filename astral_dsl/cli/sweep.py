@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 def add_engine_options(p) -> None:
     p.add_argument("--workers", type=int, metavar="N",
-                   help="local worker processes (default: every core)")
+                   help="local worker processes, at most one per core (default: every core)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="run on an existing Dask cluster: tls://scheduler:8786 with the "
                         "cluster's certificates, or tcp://127.0.0.1:8786 on this machine")
@@ -198,6 +198,11 @@ def run(args, overrides) -> int:
         return usage(str(exc))
     except ClusterError as exc:
         return _no_rows(args, [cluster_failure(exc)], args.file)
+    from astral_dsl.pools import too_many
+
+    # (after cluster_spec: --workers beside --cluster is refused as such)
+    if (refused := too_many("--workers", args.workers)) is not None:
+        return usage(refused)
     if args.calibration and not args.job:
         return usage("--calibration prices the forecasts of --job: give the job too")
     from astral_dsl.cli.runs import read_calibration

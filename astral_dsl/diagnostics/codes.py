@@ -237,7 +237,7 @@ CODES: dict[str, str] = {
     "W782": "a file of an observed directory is not a trace or a log",
     "E783": "trace does not say which rank it is",
     "W783": "rank taken from the trace's file name",
-    "E784": "rows of a rank log cannot be read",
+    "E784": "rows of a rank log or events of a trace cannot be read",
     "W784": "unknown phase in a rank log",
     "E785": "trace from a job of another world size",
     "W785": "a trace's world size is not a world size",

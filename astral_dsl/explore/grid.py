@@ -77,7 +77,17 @@ def quantity_si(text: str, like: str, what: str) -> float:
     if not unit or parse_unit(unit).dims != want.dims:
         raise GridError(f"{what} {text.strip()}: write a quantity in {like} or another unit of "
                         "its kind (e.g. `4 yr`)")
-    return float(value * parse_unit(unit).scale)
+    si = value * parse_unit(unit).scale
+    if abs(si) > _FLOAT_MAX:                   # 1e308 yr: a number, but not in seconds
+        raise GridError(f"{what} {text.strip()}: beyond the range of a number in {like} "
+                        "(1.8e308)")
+    return float(si)
+
+
+def _many(n: int) -> str:
+    """A count of values for a message: 1,000,001, or past 10^15 its order (`1..2:1e-300`
+    printed all 301 digits of 10^300 + 1)."""
+    return f"{n:,}" if n < 10 ** 15 else f"about 10^{len(str(n)) - 1}"
 
 
 def _show(value: Fraction, unit: str) -> str:
@@ -250,7 +260,7 @@ def _range(name: str, text: str) -> Grid:
     # inclusive: every step up to the end; `..<`: every step before it
     count = (math.ceil(span) if open_end else int(span) + 1)
     if count > MAX_POINTS:
-        raise GridError(f"--grid {name}={text}: {count:,} values, more than a sweep takes "
+        raise GridError(f"--grid {name}={text}: {_many(count)} values, more than a sweep takes "
                         f"({MAX_POINTS:,})")
     values = tuple(_show(start + i * step, unit) for i in range(count))
     last = start + (count - 1) * step
@@ -283,7 +293,7 @@ def parse_grids(specs: Sequence[str], sets: Dict[str, str]) -> List[Grid]:
     for g in grids:
         total *= len(g.values)
     if total > MAX_POINTS:
-        raise GridError(f"the grids make {total:,} points, more than a sweep takes "
+        raise GridError(f"the grids make {_many(total)} points, more than a sweep takes "
                         f"({MAX_POINTS:,}); narrow a range or take a larger step")
     return grids
 

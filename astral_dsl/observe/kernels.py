@@ -3,7 +3,8 @@ tracedoc.py (msgspec against a schema of the fields read, or a full parse brough
 shape).
 
 A `Columns` holds, per GPU kernel (a complete event of a kernel category with a number start
-and a non-negative number duration), its start, duration, launch correlation, name and meaning
+and a non-negative number duration; the others counted, `skipped`), its start, duration, launch
+correlation, name and meaning
 (`code`, a row of `table`: phase, peer, op, process group); the devices the kernels ran on; the
 launches (correlation -> CPU start of the complete `cuda_runtime` events, the last one of a
 correlation counts); the ProfilerStep annotations (start, end, number), sorted."""
@@ -59,6 +60,11 @@ class Columns:
     table: np.ndarray               # (phase, peer, op, group) rows
     launches: Dict                  # correlation -> CPU start of its launch
     steps: List[Tuple[float, float, int]]
+    # the kernels and ProfilerStep annotations left out for their `ts` or `dur` (a value that
+    # is not a number, not finite, a negative duration): how many, and why the
+    # first (kineto.read says it, E784)
+    skipped: int = 0
+    skipped_why: str = ""
 
 
 def group_kind(desc: str, name: str = "") -> str:
@@ -91,21 +97,24 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
             add_annotation(e)
     kernels = [e for e in kernels if e.ph == "X"]
     launches = _launches([e for e in runtime if e.ph == "X"])
-    steps = steps_of([(e.name, e.ts, e.dur) for e in annotations
-                      if e.ph == "X" and type(e.name) is str and
-                      e.name.startswith("ProfilerStep#")])
+    marked = [e for e in annotations if e.ph == "X" and type(e.name) is str and
+              e.name.startswith("ProfilerStep#")]
+    steps = steps_of([(e.name, e.ts, e.dur) for e in marked])
+    skipped = [e for e in marked if _unread(e.ts, e.dur)] if len(steps) < len(marked) else []
     ts, dur = [e.ts for e in kernels], [e.dur for e in kernels]
     types = set(map(type, ts)) | set(map(type, dur))
     if not types <= _NUMBER_TYPES or \
             (int in types and not (_floats_fit(ts) and _floats_fit(dur))):
         keep = [type(t) in _NUMBER and type(d) in _NUMBER and finite(t) and finite(d)
                 for t, d in zip(ts, dur)]
+        skipped += [e for e, k in zip(kernels, keep) if not k]
         kernels = list(compress(kernels, keep))
         ts, dur = list(compress(ts, keep)), list(compress(dur, keep))
     ts = np.array(ts, dtype=np.float64)
     dur = np.array(dur, dtype=np.float64)
     ok = np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
     if not ok.all():
+        skipped += [e for e, k in zip(kernels, ok.tolist()) if not k]
         kernels = list(compress(kernels, ok.tolist()))
         ts, dur = ts[ok], dur[ok]
     names = [e.name for e in kernels]
@@ -141,7 +150,29 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
         _, at = np.unique(number, return_index=True)   # in the keys' order of appearance
         first = [nccl_args[i] for i in at.tolist()]
     code, table = _code_table(kernel, which, number, first, groups, group_index, deep_ep)
-    return Columns(ts, dur, corr, names, devices, code, table, launches, steps)
+    return Columns(ts, dur, corr, names, devices, code, table, launches, steps, len(skipped),
+                   _unread(skipped[0].ts, skipped[0].dur, skipped[0].name) if skipped else "")
+
+
+def _unread(ts, dur, name=None) -> str:
+    """Why an event's start `ts` and duration `dur` cannot be read ('' when they can); with
+    `name`, the event's name before it."""
+    why = ""
+    for field, v in (("ts", ts), ("dur", dur)):
+        if v is None:
+            why = f"no `{field}`"
+        elif type(v) not in _NUMBER:
+            why = f"`{field}` is not a number: {printable(repr(v))[:40]}"
+        elif not finite(v):
+            shown = f"{v}" if isinstance(v, float) else "an integer past a float's range"
+            why = f"`{field}` is {shown}: not a finite time"
+        elif field == "dur" and v < 0:
+            why = f"`dur` is {v:.4g}, a negative duration"
+        if why:
+            break
+    if why and name is not None:
+        why = f"`{printable(str(name))[:60]}`: {why}"
+    return why
 
 
 def _is_deep_ep(name: str) -> bool:

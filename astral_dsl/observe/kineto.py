@@ -67,8 +67,10 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
                                   f"size (a whole number from 1 to {MAX_WORLD:,}): the trace "
                                   f"is not checked against the job's world size", path,
                           "the trace's `distributedInfo` is damaged: check it is this job's"))
-    if rank is not None and rank < 0:
-        rank = None                       # not a rank: as if unsaid, and said so below
+    if rank is not None and not 0 <= rank < MAX_WORLD:
+        # not a rank (negative, or past c10d's int: a 401-digit rank was printed whole in
+        # E786): as if unsaid, and said so below
+        rank = None
     if rank is None:
         # a value that is not a rank (negative, fractional, text): named, not taken
         bad = "" if said is None else f"`distributedInfo.rank` is {_shown(said)}, not a rank"
@@ -87,6 +89,12 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
     groups = list(_groups(info.get("pg_config")))
     group_index: Dict[Tuple, int] = {(g.name, g.ranks): i for i, g in enumerate(groups)}
     scan = kernels.from_events(doc.traceEvents, groups, group_index)
+    if scan.skipped:
+        diags.append(diag("E784", f"{scan.skipped} GPU kernel or ProfilerStep event(s) of the "
+                                  f"trace cannot be read and are skipped; one of them, "
+                                  f"{scan.skipped_why}", path,
+                          "a complete event's `ts` and `dur` are microseconds: finite numbers, "
+                          "the duration not negative (the trace is damaged)"))
     if not len(scan.ts):
         return None, diags + [diag("E788", "the trace holds no GPU kernel: nothing to compare",
                                    path, "profile with ProfilerActivity.CUDA")]

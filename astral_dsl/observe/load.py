@@ -138,7 +138,9 @@ def _read_all(files: List[str], workers: Optional[int]):
     """read_file of every file, in order: in worker processes (parsing is CPU-bound), else
     here."""
     if workers is None:
-        workers = cpu_count() if len(files) >= PARALLEL_FROM else 1
+        from astral_dsl.pools import cores
+
+        workers = cores() if len(files) >= PARALLEL_FROM else 1
     workers = min(workers, len(files))
     # forked workers need nothing re-imported (spawned ones would re-run a caller's unguarded
     # script); a process running threads is not forked
@@ -164,12 +166,6 @@ def _read_all(files: List[str], workers: Optional[int]):
     return [read_file(f) for f in files]
 
 
-def cpu_count() -> int:
-    """The cores this process may run on (its affinity where the platform says it)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 _OBSERVED_NAME = re.compile(r"(rank[-_]?\d+)|(\.(json|json\.gz|gz|csv|jsonl|ndjson)$)",

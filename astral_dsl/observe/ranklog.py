@@ -27,6 +27,7 @@ import csv
 import io
 import json
 import math
+from collections import Counter
 from typing import Dict, List, Tuple
 
 import attrs
@@ -163,10 +164,10 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
             hit = cache[key] = _phase_op(str(name or "").strip().lower(),
                                          str(o or "").strip().lower(), unknown)
         phase[i], op[i] = hit
-    if unknown:
+    if unknown:                 # counted in one pass (a pass per name was quadratic)
+        counts = Counter(str(v or "").strip().lower() for v in cols["phase"])
         for name in unknown:
-            unknown[name] = int(sum(1 for v in cols["phase"]
-                                    if str(v or "").strip().lower() == name))
+            unknown[name] = counts[name]
     order = np.lexsort((start, rank))
     rank, it, phase, start, dur, peer, op = (a[order] for a in (rank, it, phase, start, dur,
                                                                   peer.astype(np.int64), op))
@@ -265,12 +266,22 @@ def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
     return phase, op_of(op)
 
 
+UNKNOWN_SHOWN = 8       # named one by one, the rest in one W784 (100,000 made as many)
+
+
 def _unknown_phases(path: str, unknown: Dict[str, int]) -> List[Diagnostic]:
-    """W784 for each phase name not known, with its count of rows."""
-    return [diag("W784", f"phase `{printable(name)}` is not known ({count} row(s)): counted as "
-                         f"`other`, neither compute nor communication", path,
-                 "phases: " + ", ".join(PHASE_INDEX))
-            for name, count in sorted(unknown.items())]
+    """W784 for each phase name not known, with its count of rows (past UNKNOWN_SHOWN, one)."""
+    hint = "phases: " + ", ".join(PHASE_INDEX)
+    names = sorted(unknown.items())
+    out = [diag("W784", f"phase `{printable(name)}` is not known ({count} row(s)): counted as "
+                        f"`other`, neither compute nor communication", path, hint)
+           for name, count in names[:UNKNOWN_SHOWN]]
+    if len(names) > UNKNOWN_SHOWN:
+        rest = names[UNKNOWN_SHOWN:]
+        out.append(diag("W784", f"{len(rest):,} more phases are not known "
+                                f"({sum(c for _, c in rest):,} row(s)): counted as `other`, "
+                                f"neither compute nor communication", path, hint))
+    return out
 
 
 def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:

@@ -242,6 +242,15 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         return NotExpressible(row, "gpus", f"{gpus} GPUs are not a multiple of tp x pp x cp = "
                                            f"{tp * pp * cp}")
     dp = gpus // (tp * pp * cp)
+    # a sharding group shards the ranks of one TP x PP position: torchtitan's device mesh
+    # (torchtitan/distributed/parallel_dims.py ParallelDims._validate: dp_replicate x dp_shard x
+    # cp x tp x pp = world size; FSDP on dp_shard x cp), Megatron-FSDP's on the DP x CP group.
+    # So it divides DP x CP; a group that does not (1,000,000 GPUs on 64) was taken as `on`
+    fsdp = row.count("fsdp")
+    if fsdp is not None and fsdp > 1 and (dp * cp) % fsdp:
+        return NotExpressible(row, "fsdp", f"a sharding group of {fsdp:,} GPUs does not divide "
+                                           f"the {dp * cp:,} data- and context-parallel ranks "
+                                           f"it shards ({gpus:,} GPUs / (tp x pp = {tp * pp}))")
     moe = bool(fields.get("experts"))
     stack = stack_of(row, moe, tp, pp, dp, hybrid=bool(fields.get("mamba_layers")
                                                         or fields.get("pattern")))

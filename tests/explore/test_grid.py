@@ -56,7 +56,9 @@ def test_a_step_that_misses_the_end_stops_short_and_says_so():
     ("1,,2", "an empty value in the list"),
     ("2furlongs..3furlongs", "unknown unit"),
     ('"a', "an unterminated string"),
-    ("1..1000000", "more than a sweep takes"),
+    ("1..1000000", "1,000,000 values, more than a sweep takes (100,000)"),
+    # 10^300 + 1 values: its order, not its 301 digits
+    ("1..2:1e-300", "about 10^300 values, more than a sweep takes (100,000)"),
     # a point is no step: the language adds a difference to a temperature, never a point
     ("80degC..90degC:5degC", "the step of a range of temperatures is a difference: write `5 K`"),
     ("600W..800W:5m", "the step is in `m` and the ends in `W`, which measure different things"),

@@ -359,6 +359,14 @@ def test_cli_default_job_is_the_first(small, capsys):
     (["--gpus", "8..4"], "the range is empty"),
     (["--life", "4"], "--life 4: write a quantity"),
     (["--life", "-1 yr"], "a write-off period is positive"),
+    # a number in its unit but not in seconds: was E000 (OverflowError), exit 3
+    (["--life", "1e308yr"], "--life 1e308yr: beyond the range of a number in s (1.8e308)"),
+    # a number of seconds, but no write-off period: 1e-300 s priced a token at 1.9e305 USD
+    (["--life", "1e-300s"], "--life 1e-300s: a write-off period is from a day to a century"),
+    (["--life", "23h"], "--life 23h: a write-off period is from a day to a century"),
+    (["--life", "101yr"], "--life 101yr: a write-off period is from a day to a century"),
+    # more processes than cores (was accepted: 115 s against 4.6 s with one, on 2 cores)
+    (["--workers", "100000"], "more worker processes than cores only contend for them"),
     (["-o", "r.txt"], "the extension chooses the format"),
 ])
 def test_usage_errors(small, capsys, extra, message, tmp_path, monkeypatch):
