@@ -27,7 +27,10 @@ def _register(spec: KindSpec) -> None:
 
 _register(make_kind("gpu", "an accelerator", dict(
     PHYS,
-    memory=q("information", "HBM capacity", limit=8e15, why="1 PB of memory on one device"),
+    memory=q("information", "HBM capacity", sign=POSITIVE, limit=8e15,
+             why="1 PB of memory on one device", least=8e9,
+             least_why="1 GB, below any datacenter accelerator's (NVIDIA's L4 holds 24 GB, "
+                       "Google's first TPU 8 GiB)"),
     memory_bandwidth=q("bandwidth", "HBM bandwidth"),
     flops_bf16=q("compute", "dense BF16 peak"),
     flops_fp16=q("compute", "dense FP16 peak"),
