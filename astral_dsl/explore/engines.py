@@ -17,8 +17,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import os
 from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from astral_dsl.pools import cores
 
 Task = Tuple[Callable, Tuple[Any, ...]]       # a module-level function and its arguments
 
@@ -48,7 +49,7 @@ class LocalEngine:
     for the 2 points of a sweep on a 64-core machine), up to `workers`."""
 
     def __init__(self, workers: Optional[int] = None):
-        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.workers = max(1, workers or cores())     # the cores this process may run on
         self._pool = None
         self._size = 0
 

@@ -166,8 +166,6 @@ def _read_all(files: List[str], workers: Optional[int]):
     return [read_file(f) for f in files]
 
 
-
-
 _OBSERVED_NAME = re.compile(r"(rank[-_]?\d+)|(\.(json|json\.gz|gz|csv|jsonl|ndjson)$)",
                             re.IGNORECASE)
 
