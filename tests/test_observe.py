@@ -431,6 +431,7 @@ def _log_of(folder, rows, fmt):
 @pytest.mark.parametrize("field", ["rank", "iteration", "peer"])
 @pytest.mark.parametrize("value, why", [(2 ** 63, "beyond 2^53"), (2 ** 64 + 1, "beyond 2^53"),
                                         (-2 ** 63, "beyond 2^53"), (2 ** 53 + 2, "beyond 2^53"),
+                                        (2 ** 53 + 1, "beyond 2^53"), (-2 ** 53 - 1, "beyond 2^53"),
                                         (1e300, "beyond 2^53")])
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_a_whole_number_past_2_53_is_a_bad_row(tmp_path, field, value, why, fmt):

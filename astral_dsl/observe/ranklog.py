@@ -150,7 +150,8 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()
             and (np.abs(start) <= MAX_SECONDS).all() and (dur <= MAX_SECONDS).all()
             and (rank >= 0).all() and np.isfinite(peer).all()
-            and (peer == np.round(peer)).all() and (np.abs(peer) <= MAX_WHOLE).all()):
+            and (peer == np.round(peer)).all() and (np.abs(peer) <= MAX_WHOLE).all()
+            and not _rounded_to_max(peers, peer)):
         return None
     unknown: Dict[str, int] = {}
     phase = np.empty(n, dtype=np.int8)
@@ -250,9 +251,25 @@ def _floats(values) -> np.ndarray:
 def _ints(values) -> np.ndarray:
     arr = _floats(values)
     if not np.isfinite(arr).all() or (arr != np.round(arr)).any() or \
-            (np.abs(arr) > MAX_WHOLE).any():
+            (np.abs(arr) > MAX_WHOLE).any() or _rounded_to_max(values, arr):
         raise ValueError("not whole, or beyond 2^53")
     return arr.astype(np.int64)
+
+
+def _rounded_to_max(values, arr: np.ndarray) -> bool:
+    """Whether a whole number past 2^53 was read as 2^53 (float64 rounds 2^53 + 1 down to it):
+    the values read as +-2^53, checked as written (a JSON integer or a string of digits)."""
+    at = np.flatnonzero(np.abs(arr) == MAX_WHOLE)
+    return any(_past_whole(values[i]) for i in at.tolist())
+
+
+def _past_whole(v) -> bool:
+    """A JSON integer or a CSV string of digits whose magnitude is past 2^53, exactly."""
+    if type(v) is int:
+        return abs(v) > MAX_WHOLE
+    text = str(v).strip()
+    digits = text[1:] if text[:1] in "+-" else text
+    return digits.isdigit() and int(digits) > MAX_WHOLE
 
 
 def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
@@ -362,7 +379,7 @@ def _whole(v, what) -> int:
     f = _finite(v, what)
     if not f.is_integer():
         raise ValueError(f"`{what}` is not a whole number: {_show(v)}")
-    if abs(f) > MAX_WHOLE:
+    if abs(f) > MAX_WHOLE or (abs(f) == MAX_WHOLE and _past_whole(v)):
         raise ValueError(f"`{what}` is beyond 2^53: {_show(v)}")
     return int(f)
 
