@@ -293,7 +293,8 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         assumed.append(f"pipeline layout [{', '.join(map(str, layout))}] (Megatron-Bridge's "
                        f"DeepSeek-V3 recipe: set_deepseek_v3_pipeline_model_parallel_layout)")
     else:
-        layout = derived_layout(fields["layers"], pp, v)   # as Seer derives it (stages.py)
+        layout = derived_layout(fields["layers"], pp, v,     # as Seer derives it (stages.py)
+                                stack.framework)
     if layout and v > 1:
         par["layout"] = layout
     elif layout:

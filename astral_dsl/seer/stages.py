@@ -9,16 +9,20 @@ from typing import List, Optional, Tuple
 from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 
-def derived_layout(layers: int, pp: int, v: int = 1) -> Optional[Tuple[int, ...]]:
+def derived_layout(layers: int, pp: int, v: int = 1, framework: str = "megatron"
+                   ) -> Optional[Tuple[int, ...]]:
     """Layers of each virtual stage (model order; per stage when v = 1) as the frameworks lay
     out a model that pp x v does not divide: the embedding and the loss counted as a layer each
     on the first and the last (Megatron-Core's --account-for-embedding/loss-in-pipeline-split,
     the layout an explicit --pipeline-model-parallel-layout gives, torchtitan's split), what is
     left over spread over the first virtual stages: Llama 3's 126 layers on 16 stages are 7, 8,
-    ..., 8, 7. None when pp x v divides the layers (an even split) or the layers are too few."""
+    ..., 8, 7. NeMo AutoModel counts neither (automodel_layout). None when pp x v divides the
+    layers (an even split) or the layers are too few."""
     n = pp * max(1, v)
     if pp <= 1 or layers % n == 0:
         return None
+    if framework == "automodel":
+        return automodel_layout(layers, n)
     base, extra = divmod(layers + 2, n)
     per = [base + (1 if i < extra else 0) for i in range(n)]
     per[0] -= 1
@@ -26,13 +30,28 @@ def derived_layout(layers: int, pp: int, v: int = 1) -> Optional[Tuple[int, ...]
     return tuple(per) if min(per) >= 0 and sum(per) == layers else None
 
 
-def _layout(par: "ParallelSpec", layers: int) -> Optional[Tuple[int, ...]]:
+def automodel_layout(layers: int, stages: int) -> Optional[Tuple[int, ...]]:
+    """NeMo AutoModel's split of a model's layers over its `stages` (virtual) pipeline stages:
+    layers // stages each, the remainder one more on each of the first stages, the embedding
+    added to the first stage and the final norm and output head to the last without counting
+    as layers (nemo_automodel 0.1.0-0.7.0 components/distributed/pipelining/functional.py,
+    generate_hf_model_fqn_per_model_part: `if stage_idx < extra_layers: stage_layer_count += 1`;
+    it rejects more stages than layers). DeepSeek-V3's 61 layers on 32 stages: 29 of 2 layers,
+    then 3 of 1, the last with the head."""
+    if stages < 1 or stages > layers:
+        return None
+    base, extra = divmod(layers, stages)
+    return tuple(base + (1 if i < extra else 0) for i in range(stages))
+
+
+def _layout(par: "ParallelSpec", layers: int, framework: str = "megatron"
+            ) -> Optional[Tuple[int, ...]]:
     """The per-virtual-stage layout: declared, or derived when nothing is declared."""
     v = par.v or 1
     if par.layout and len(par.layout) == par.pp * v:
         return par.layout
     if not par.stages:
-        return derived_layout(layers, par.pp, v)
+        return derived_layout(layers, par.pp, v, framework)
     return None
 
 
@@ -41,7 +60,7 @@ def stage_layers(job: JobSpec) -> Tuple[int, ...]:
     (derived_layout), else even."""
     par, layers = job.parallel, job.model.layers
     v = par.v or 1
-    layout = _layout(par, layers)
+    layout = _layout(par, layers, job.framework)
     if layout:
         return tuple(sum(layout[c * par.pp + i] for c in range(v)) for i in range(par.pp))
     if par.stages and len(par.stages) == par.pp:
@@ -97,7 +116,7 @@ def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     rejects a number of virtual stages it cannot lay out; here such a split falls back to chunks
     as even as possible, for JobSpecs built by hand)."""
     par = job.parallel
-    layout = _layout(par, job.model.layers)
+    layout = _layout(par, job.model.layers, job.framework)
     if layout:                              # declared (Megatron-Core's explicit layout) or derived
         split = tuple(tuple(layout[c * par.pp + i] for c in range(par.v))
                       for i in range(par.pp))
