@@ -18,7 +18,7 @@ default, not a measurement. Never narrower than the shipped fit's (documented_ou
 -21/+24 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
 the shipped fit does, not more, so its outside band is the wider of its own and the shipped
 one at each end; a calibration without bands takes DEFAULT_BAND (-25/+25 %) the same way,
-the wider of it and the shipped one at each end (-25/+27 %).
+the wider of it and the shipped one at each end (-25/+25 %: the shipped is narrower).
 
 Apart from the regime, a forecast may lie beyond the scale and layout the calibration runs
 spanned (more GPUs, a wider TP, a longer sequence...: seer/checked.py): `extrapolated` lists
