@@ -38,14 +38,21 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+# the most local worker processes a command starts: a bound of its own, the same on every
+# machine (a --workers that runs here runs on a CI box too); past it only the forks cost
+# (`--workers 100000` forked a process per task of a search: 115 s against 4.6 s with one, on 2
+# cores). More than the cores this process may run on is allowed: they contend, the results do
+# not change (the pools' outputs are the same whatever their size)
+MAX_LOCAL_WORKERS = 1024
+
+
 def too_many(flag: str, n: Optional[int]) -> Optional[str]:
     """Why `n` local worker processes are refused (`astral sweep --workers`, `search
-    --workers`, `diagnose --jobs`, astral_dsl.sweep's `workers`), or None. The work is
-    CPU-bound: more processes than cores only contend for them, and each is a forked copy
-    of this one (`--workers 100000` forked a process per task of a search: 115 s against
-    4.6 s with one, on 2 cores)."""
-    have = cores()
-    if n is None or n <= have:
+    --workers`, `diagnose --jobs`, astral_dsl.sweep's `workers`), or None: more than
+    MAX_LOCAL_WORKERS."""
+    if n is None or n <= MAX_LOCAL_WORKERS:
         return None
-    return (f"{flag} {n}: this process may run on {have} core{'s' if have > 1 else ''}; "
-            f"more worker processes than cores only contend for them: give at most {have}")
+    have = cores()
+    return (f"{flag} {n:,}: more than {MAX_LOCAL_WORKERS:,} local worker processes (this "
+            f"process may run on {have} core{'s' if have > 1 else ''}: more than that only "
+            f"contend for them)")

@@ -295,7 +295,7 @@ def test_sweep_takes_a_workspace_and_lists_of_single_values():
         astral_dsl.sweep(pod, {"hosts_per_rack": 4})  # type: ignore[dict-item]
     with pytest.raises(SweepError, match="workers must be at least 1, not 0"):
         astral_dsl.sweep(pod, {"hosts_per_rack": [4]}, workers=0)
-    with pytest.raises(SweepError, match="workers 100000: this process may run on") as err:
+    with pytest.raises(SweepError, match="workers 100,000: more than 1,024 local worker processes") as err:
         astral_dsl.sweep(pod, {"hosts_per_rack": [4]}, workers=100_000)
     assert err.value.diagnostics[0].code == "E309"
 

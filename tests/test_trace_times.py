@@ -1,5 +1,5 @@
 """A profiler trace's kernels and ProfilerStep annotations whose `ts` or `dur` cannot be read
-(not a number, not finite, a negative duration, past 10^18 us) are skipped and said (E784, as a
+(not a number, not finite, a negative duration) are skipped and said (E784, as a
 rank log's unreadable rows are): they were dropped without a word, and a trace whose step
 annotations had NaN starts was then left out as "not a rank of the job" alone (E790, its
 iterations numbered by their pattern), one whose kernels had negative durations as "no GPU
@@ -45,7 +45,7 @@ def test_kernels_with_unreadable_times_are_skipped_and_said(tmp_path):
     assert code == "E784"
     assert message.startswith("5 GPU kernel or ProfilerStep event(s) of the trace cannot be "
                               "read and are skipped; one of them, `gemm`: ")
-    # the first in file order among the kernels
+    # one of them: the reason of a kernel whose start is not finite
     assert message.endswith("`ts` is nan: not a finite time")
 
 
@@ -76,3 +76,26 @@ def test_a_rank_past_c10ds_int_is_no_rank(tmp_path):
     assert diags == [("W783", "`distributedInfo.rank` is 1000000000000000000000000000000000000"
                               "..., not a rank: the rank is taken from the file name (`rank-N`)")]
     assert traces[0].rank == 0
+
+
+def test_a_step_annotation_with_a_negative_duration_is_skipped_and_said(tmp_path):
+    # it was kept as a step (as_num checks no sign) while E784 counted it skipped; the kernels
+    # of step 1 then fall in no step
+    traces, diags = _read(tmp_path, _trace(GOOD, steps=((0.0, -5.0), (100.0, 100.0))))
+    assert diags == [("E784", "1 GPU kernel or ProfilerStep event(s) of the trace cannot be read "
+                              "and are skipped; one of them, `ProfilerStep#1`: `dur` is -5, a "
+                              "negative duration")]
+    assert traces[0].iteration.tolist() == [2, 2]
+
+
+def test_a_file_name_rank_past_any_world_size_is_no_rank(tmp_path):
+    # a 60-digit rank in the name was taken whole when the trace said none
+    doc = _trace(GOOD)
+    del doc["distributedInfo"]
+    path = tmp_path / f"rank-{'9' * 60}.json"
+    path.write_text(json.dumps(doc))
+    traces, diags = read_file(str(path))
+    assert not traces
+    [d] = diags
+    assert d.code == "E783" and "past any world size" in d.message
+    assert "99999999999999999999..." in d.message and "9" * 21 not in d.message

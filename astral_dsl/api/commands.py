@@ -79,7 +79,7 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     `--grid`, e.g. "2..6"); one row per point (`rows`: params, metrics, diagnostics),
     forecasting `job` when named, with `calibration` (a Calibration or a fit file, as `astral
     sweep --calibration`; default: the shipped fit). Raises explore.sweep.SweepError for a malformed grid, an
-    unknown parameter, job or scenario, or `workers` below 1; TypeError for arguments of the
+    unknown parameter, job or scenario, or `workers` below 1 or above 1,024; TypeError for arguments of the
     wrong kind (a Workspace of source text: its points are compiled again from the file, in
     worker processes)."""
     from astral_dsl.explore import sweep as _sweep
@@ -108,7 +108,8 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
 
     if (refused := too_many("workers", workers)) is not None:
         raise _sweep.refused("E309", refused, path,
-                             "give at most one worker process per core, or None for one per core")
+                             "give at most 1,024 worker processes (more than the cores only "
+                             "contend for them), or None for one per core")
     if calibration is not None and job is None:        # as `astral sweep` refuses it
         raise _sweep.refused("E307", "calibration prices the forecasts of `job`: give the job "
                              "too", path, "name the job to forecast: `job=\"...\"`")

@@ -42,7 +42,7 @@ def register(sub) -> None:
     d.add_argument("-o", "--output", metavar="DIAGNOSIS.json",
                    help="also write the diagnosis as JSON (for `astral render --highlight`)")
     d.add_argument("--jobs", type=int, metavar="N",
-                   help="processes reading the observed files, at most one per core "
+                   help="processes reading the observed files, at most 1,024 "
                         "(default: one per core, from 64 files on); the diagnosis is the same "
                         "whatever N")
     d.add_argument("--schema", action="store_true",

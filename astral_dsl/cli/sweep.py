@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 def add_engine_options(p) -> None:
     p.add_argument("--workers", type=int, metavar="N",
-                   help="local worker processes, at most one per core (default: every core)")
+                   help="local worker processes, at most 1,024 (default: every core)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="run on an existing Dask cluster: tls://scheduler:8786 with the "
                         "cluster's certificates, or tcp://127.0.0.1:8786 on this machine")

@@ -61,8 +61,8 @@ class Columns:
     launches: Dict                  # correlation -> CPU start of its launch
     steps: List[Tuple[float, float, int]]
     # the kernels and ProfilerStep annotations left out for their `ts` or `dur` (a value that
-    # is not a number, not finite, a negative duration): how many, and why the
-    # first (kineto.read says it, E784)
+    # is not a number, not finite, a negative duration): how many, and why one of them (the
+    # step annotations' first, else the kernels': kineto.read says it, E784)
     skipped: int = 0
     skipped_why: str = ""
 
@@ -233,8 +233,10 @@ def steps_of(rows) -> List[Tuple[float, float, int]]:
     for name, ts, dur in rows:
         m = _STEP.match(name)
         t, d = as_num(ts), as_num(dur)
-        # a number of more than 19 digits is past int64 (and int() refuses 4,300 digits)
-        if m and t is not None and d is not None and len(m.group(1).lstrip("0")) <= 19 \
+        # a number of more than 19 digits is past int64 (and int() refuses 4,300 digits); a
+        # negative duration is no step (from_events says it, as _unread finds it)
+        if m and t is not None and d is not None and d >= 0 and \
+                len(m.group(1).lstrip("0")) <= 19 \
                 and int(m.group(1)) < _INT64:
             steps.append((t, t + d, int(m.group(1))))
     steps.sort()

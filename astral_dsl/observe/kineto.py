@@ -81,7 +81,14 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
                                        + " and no `rank-N` in the file name", path,
                                "record with torch.distributed initialised, or name the "
                                "file rank-N.json")]
-        rank = int(m.group(1))
+        digits = m.group(1).lstrip("0") or "0"
+        if len(digits) > len(str(MAX_WORLD)) or int(digits) >= MAX_WORLD:
+            return None, [diag("E783", f"the trace does not say which rank it is: "
+                                       f"{bad + ', and ' if bad else ''}the file name's rank "
+                                       f"{digits[:20]}{'...' if len(digits) > 20 else ''} is "
+                                       f"past any world size ({MAX_WORLD:,})", path,
+                               "name the file rank-N.json with the trace's own rank")]
+        rank = int(digits)
         # the rank is the file name's (the diagnostic names the file): said without it, so
         # that a job's traces alike are said once (load.said_once), not once per rank
         diags.append(diag("W783", f"{bad or 'no `distributedInfo` in the trace'}: the rank is "

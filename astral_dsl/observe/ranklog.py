@@ -26,7 +26,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections import Counter
 from typing import Dict, List, Tuple
 
@@ -35,19 +34,14 @@ import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe.kineto import diag
+from astral_dsl.observe.log_numbers import (MAX_SECONDS, MAX_WHOLE, SCALARS, SCALAR_TYPES,
+                                            floats_of, ints_of, json_kind, rounded_to_max,
+                                            seconds_of, whole_number)
 from astral_dsl.observe.records import PHASE_INDEX, RankTrace, make, op_of
 from astral_dsl.observe.relog import relogged, said, suspects
 from astral_dsl.observe.text import printable
 
 REQUIRED = ("rank", "iteration", "phase", "start_s", "duration_s")
-MAX_WHOLE = 2 ** 53
-# The largest start or duration a row may state, in seconds: 10^12 s, about 31,700 years. Past
-# it the diagnosis's sums and ratios over a job's rows leave a float's range (a duration of
-# 1e308 s made a rank's compute time and a phase's spread infinite, which JSON cannot hold:
-# E000); such a row is a bad row (E784).
-MAX_SECONDS = 1e12
-SCALARS = (str, int, float, bool, type(None))
-_SCALAR_TYPES = frozenset(SCALARS)
 # Megatron-LM timer names -> (phase, op)
 ALIASES = {
     "forward-compute": ("forward", ""), "backward-compute": ("backward", ""),
@@ -136,13 +130,13 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     """All rows at once (numpy); None when any row is bad, so that the row-by-row reader can
     say which."""
     n = len(line_numbers)
-    if any(not set(map(type, c)) <= _SCALAR_TYPES for c in cols.values() if c is not None):
+    if any(not set(map(type, c)) <= SCALAR_TYPES for c in cols.values() if c is not None):
         return None                 # a list or an object: the row-by-row reader names the row
     try:
-        rank = _ints(cols["rank"])
-        it = _ints(cols["iteration"])
-        start = _floats(cols["start_s"])
-        dur = _floats(cols["duration_s"])
+        rank = ints_of(cols["rank"])
+        it = ints_of(cols["iteration"])
+        start = floats_of(cols["start_s"])
+        dur = floats_of(cols["duration_s"])
         peers = cols.get("peer") or [None] * n
         peer = np.asarray([-1 if v in (None, "") else v for v in peers], dtype=np.float64)
     except (ValueError, TypeError):
@@ -151,7 +145,7 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
             and (np.abs(start) <= MAX_SECONDS).all() and (dur <= MAX_SECONDS).all()
             and (rank >= 0).all() and np.isfinite(peer).all()
             and (peer == np.round(peer)).all() and (np.abs(peer) <= MAX_WHOLE).all()
-            and not _rounded_to_max(peers, peer)):
+            and not rounded_to_max(peers, peer)):
         return None
     unknown: Dict[str, int] = {}
     phase = np.empty(n, dtype=np.int8)
@@ -240,38 +234,6 @@ def _repeated(path: str, repeated) -> List[Diagnostic]:
                  "same phase twice from the same moment")]
 
 
-def _floats(values) -> np.ndarray:
-    """Strings or numbers -> float64; a missing value ("" fails, None becomes NaN and fails the
-    finiteness check) or a boolean is an error."""
-    if bool in set(map(type, values)):
-        raise ValueError("boolean")
-    return np.asarray(values, dtype=np.float64)
-
-
-def _ints(values) -> np.ndarray:
-    arr = _floats(values)
-    if not np.isfinite(arr).all() or (arr != np.round(arr)).any() or \
-            (np.abs(arr) > MAX_WHOLE).any() or _rounded_to_max(values, arr):
-        raise ValueError("not whole, or beyond 2^53")
-    return arr.astype(np.int64)
-
-
-def _rounded_to_max(values, arr: np.ndarray) -> bool:
-    """Whether a whole number past 2^53 was read as 2^53 (float64 rounds 2^53 + 1 down to it):
-    the values read as +-2^53, checked as written (a JSON integer or a string of digits)."""
-    at = np.flatnonzero(np.abs(arr) == MAX_WHOLE)
-    return any(_past_whole(values[i]) for i in at.tolist())
-
-
-def _past_whole(v) -> bool:
-    """A JSON integer or a CSV string of digits whose magnitude is past 2^53, exactly."""
-    if type(v) is int:
-        return abs(v) > MAX_WHOLE
-    text = str(v).strip()
-    digits = text[1:] if text[:1] in "+-" else text
-    return digits.isdigit() and int(digits) > MAX_WHOLE
-
-
 def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
     if name in ALIASES:
         name, alias_op = ALIASES[name]
@@ -349,10 +311,10 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
 
 def _row(row, unknown) -> "Tuple[int, tuple] | str":
     try:
-        rank = _whole(row.get("rank"), "rank")
-        it = _whole(row.get("iteration"), "iteration")
-        start = _seconds(row.get("start_s"), "start_s")
-        dur = _seconds(row.get("duration_s"), "duration_s")
+        rank = whole_number(row.get("rank"), "rank")
+        it = whole_number(row.get("iteration"), "iteration")
+        start = seconds_of(row.get("start_s"), "start_s")
+        dur = seconds_of(row.get("duration_s"), "duration_s")
     except ValueError as exc:
         return str(exc)
     if rank < 0:
@@ -362,56 +324,17 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
     odd = next((k for k, v in row.items() if k in REQUIRED + ("peer", "op")
                 and type(v) not in SCALARS), None)
     if odd is not None:
-        return f"`{odd}` is not a single value: a JSON {_json_kind(row[odd])}"
+        return f"`{odd}` is not a single value: a JSON {json_kind(row[odd])}"
     phase, op = _phase_op(str(row.get("phase", "")).strip().lower(),
                           str(row.get("op", "") or "").strip().lower(), unknown)
     peer = row.get("peer")
     peer_i = -1
     if peer not in (None, ""):
         try:
-            peer_i = _whole(peer, "peer")
+            peer_i = whole_number(peer, "peer")
         except ValueError as exc:
             return str(exc)
     return rank, (it, phase, start, dur, peer_i, op, -1)
-
-
-def _whole(v, what) -> int:
-    f = _finite(v, what)
-    if not f.is_integer():
-        raise ValueError(f"`{what}` is not a whole number: {_show(v)}")
-    if abs(f) > MAX_WHOLE or (abs(f) == MAX_WHOLE and _past_whole(v)):
-        raise ValueError(f"`{what}` is beyond 2^53: {_show(v)}")
-    return int(f)
-
-
-def _finite(v, what) -> float:
-    if isinstance(v, bool) or v is None or v == "":
-        raise ValueError(f"`{what}` is missing")
-    if type(v) not in SCALARS:
-        raise ValueError(f"`{what}` is not a single value: a JSON {_json_kind(v)}")
-    try:
-        f = float(v)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"`{what}` is not a number: {_show(v)}") from None
-    if not math.isfinite(f):
-        raise ValueError(f"`{what}` is not finite: {_show(v)}")
-    return f
-
-
-def _seconds(v, what) -> float:
-    f = _finite(v, what)
-    if abs(f) > MAX_SECONDS:
-        raise ValueError(f"`{what}` is beyond 10^12 s: {_show(v)}")
-    return f
-
-
-def _show(v) -> str:
-    return repr(str(v)[:40])
-
-
-def _json_kind(v) -> str:
-    return "object" if isinstance(v, dict) else "list" if isinstance(v, list) else \
-        type(v).__name__
 
 
 __all__ = ["ALIASES", "REQUIRED", "WALL_TIMERS", "timers_of", "looks_like_csv", "read_csv", "read_jsonl"]

@@ -173,6 +173,7 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
     assumed: List[str] = []
     if fw == "megatron":
         paper = "narayanan" in version or "korthikanti" in version
+        prec = None                  # the recipe's precision, read below for NVIDIA's rows
         release = release_of(row)
         if paper:
             # the papers' own Megatron-LM: unfused attention (FlashAttention came in mid-2022),

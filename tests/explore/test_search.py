@@ -365,8 +365,8 @@ def test_cli_default_job_is_the_first(small, capsys):
     (["--life", "1e-300s"], "--life 1e-300s: a write-off period is from a day to a century"),
     (["--life", "23h"], "--life 23h: a write-off period is from a day to a century"),
     (["--life", "101yr"], "--life 101yr: a write-off period is from a day to a century"),
-    # more processes than cores (was accepted: 115 s against 4.6 s with one, on 2 cores)
-    (["--workers", "100000"], "more worker processes than cores only contend for them"),
+    # past MAX_LOCAL_WORKERS (was accepted: 115 s against 4.6 s with one, on 2 cores)
+    (["--workers", "100000"], "--workers 100,000: more than 1,024 local worker processes"),
     (["-o", "r.txt"], "the extension chooses the format"),
 ])
 def test_usage_errors(small, capsys, extra, message, tmp_path, monkeypatch):

@@ -285,7 +285,7 @@ def test_pareto_front():
     ([], "sweep needs at least one --grid"),
     # a forked process per point on 2 cores (was accepted: 115 s for a search against 4.6 s)
     (["--grid", "hosts_per_rack=1..2", "--workers", "100000"],
-     "--workers 100000: this process may run on"),
+     "--workers 100,000: more than 1,024 local worker processes"),
 ])
 def test_usage_errors(project, capsys, extra, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
