@@ -53,6 +53,6 @@ def too_many(flag: str, n: Optional[int]) -> Optional[str]:
     if n is None or n <= MAX_LOCAL_WORKERS:
         return None
     have = cores()
-    return (f"{flag} {n:,}: more than {MAX_LOCAL_WORKERS:,} local worker processes (this "
-            f"process may run on {have} core{'s' if have > 1 else ''}: more than that only "
-            f"contend for them)")
+    return (f"{flag} {n:,}: more than {MAX_LOCAL_WORKERS:,} local worker processes: give at "
+            f"most {MAX_LOCAL_WORKERS:,} (this process runs on {have} core"
+            f"{'s' if have > 1 else ''}: more workers than that only contend for them)")

@@ -78,9 +78,9 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     every point of `grid` ({name: values}: a list of values, each one value, or the text of
     `--grid`, e.g. "2..6"); one row per point (`rows`: params, metrics, diagnostics),
     forecasting `job` when named, with `calibration` (a Calibration or a fit file, as `astral
-    sweep --calibration`; default: the shipped fit). Raises explore.sweep.SweepError for a malformed grid, an
-    unknown parameter, job or scenario, or `workers` below 1 or above 1,024; TypeError for arguments of the
-    wrong kind (a Workspace of source text: its points are compiled again from the file, in
+    sweep --calibration`; default: the shipped fit). Raises explore.sweep.SweepError for a
+    malformed grid, an unknown parameter, job or scenario, or `workers` below 1 or above 1,024
+    (pools.MAX_LOCAL_WORKERS); TypeError for arguments of the wrong kind (a Workspace of source text: its points are compiled again from the file, in
     worker processes)."""
     from astral_dsl.explore import sweep as _sweep
 

@@ -24,6 +24,7 @@ from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe import kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
+from astral_dsl.pools import cores
 
 _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
 
@@ -138,8 +139,6 @@ def _read_all(files: List[str], workers: Optional[int]):
     """read_file of every file, in order: in worker processes (parsing is CPU-bound), else
     here."""
     if workers is None:
-        from astral_dsl.pools import cores
-
         workers = cores() if len(files) >= PARALLEL_FROM else 1
     workers = min(workers, len(files))
     # forked workers need nothing re-imported (spawned ones would re-run a caller's unguarded

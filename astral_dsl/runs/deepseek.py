@@ -31,8 +31,8 @@ RECIPE_LAYOUTS = {
 
 
 def bridge_deepseek(row, release, framework: str) -> bool:
-    """Whether the row is NVIDIA's DeepSeek-V3 on Megatron-Bridge (NeMo 25.09 on: releases.FLEX_FROM,
-    the first release the tables run on Megatron-Bridge)."""
+    """Whether the row is NVIDIA's DeepSeek-V3 on Megatron-Bridge (NeMo 25.09 on:
+    releases.FLEX_FROM, the first release the tables run on Megatron-Bridge)."""
     return framework == "megatron" and _n(row.model).startswith(MODEL) and \
         release is not None and release >= FLEX_FROM
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import List, Optional, Tuple
 
-from astral_dsl.seer.spec import JobSpec, ParallelSpec
+from astral_dsl.seer.spec import JobSpec
 
 
 def derived_layout(layers: int, pp: int, v: int = 1, framework: str = "megatron"
@@ -44,14 +44,15 @@ def automodel_layout(layers: int, stages: int) -> Optional[Tuple[int, ...]]:
     return tuple(base + (1 if i < extra else 0) for i in range(stages))
 
 
-def _layout(par: "ParallelSpec", layers: int, framework: str = "megatron"
-            ) -> Optional[Tuple[int, ...]]:
-    """The per-virtual-stage layout: declared, or derived when nothing is declared."""
+def _layout(job: JobSpec) -> Optional[Tuple[int, ...]]:
+    """The per-virtual-stage layout: declared, or derived when nothing is declared (as the job's
+    framework lays it out)."""
+    par, layers = job.parallel, job.model.layers
     v = par.v or 1
     if par.layout and len(par.layout) == par.pp * v:
         return par.layout
     if not par.stages:
-        return derived_layout(layers, par.pp, v, framework)
+        return derived_layout(layers, par.pp, v, job.framework)
     return None
 
 
@@ -60,7 +61,7 @@ def stage_layers(job: JobSpec) -> Tuple[int, ...]:
     (derived_layout), else even."""
     par, layers = job.parallel, job.model.layers
     v = par.v or 1
-    layout = _layout(par, layers, job.framework)
+    layout = _layout(job)
     if layout:
         return tuple(sum(layout[c * par.pp + i] for c in range(v)) for i in range(par.pp))
     if par.stages and len(par.stages) == par.pp:
@@ -116,7 +117,7 @@ def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     rejects a number of virtual stages it cannot lay out; here such a split falls back to chunks
     as even as possible, for JobSpecs built by hand)."""
     par = job.parallel
-    layout = _layout(par, job.model.layers, job.framework)
+    layout = _layout(job)
     if layout:                              # declared (Megatron-Core's explicit layout) or derived
         split = tuple(tuple(layout[c * par.pp + i] for c in range(par.v))
                       for i in range(par.pp))
