@@ -270,6 +270,17 @@ def test_the_single_pod_forecast_docs_seer_opens_with():
     assert said in SEER
 
 
+def test_the_gb200_band_line_docs_seer_quotes():
+    """docs/seer.md, "How far to trust a forecast": `astral forecast` of
+    examples/gb200_nvl72.astral's DeepSeek-V3 job prints its iteration time with its band, as
+    quoted (the line wraps in the prose)."""
+    out = astral("forecast", "examples/gb200_nvl72.astral", "--job", "deepseek_v3")
+    assert out.returncode == 0, out.stdout
+    line = next(x for x in out.stdout.split("\n") if x.startswith("  iteration time"))
+    said = f"(`{' '.join(line.split())}` for examples/gb200_nvl72.astral's DeepSeek-V3 job"
+    assert said in " ".join(SEER.split())
+
+
 def test_the_fp8_speed_up_of_llama_3_8b_docs_seer_quotes():
     """docs/seer.md: "Llama 3 8B on 8 H100s (TP2 DP4, tests/test_seer_fp8.py) 1.42x and 1.39x"
     with delayed and current scaling: that test's job on its network."""
