@@ -174,6 +174,15 @@ def test_synth_json_is_the_common_envelope_and_a_design_with_errors_exits_1(tmp_
     assert p.returncode == 2 and json.loads(p.stdout)["diagnostics"][0]["code"] == "E100"
 
 
+def test_synth_says_one_iteration_in_the_singular(tmp_path):
+    """docs/api.md's drill of one iteration printed "1,024 ranks x 1 iterations written"."""
+    p = astral("synth", "examples/single_pod.astral", "-o", tmp_path / "run.csv",
+               "--iterations", "1", "--seed", "5")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"synth: job `llama70b`, 1,024 ranks x 1 iteration written to "
+                               f"{tmp_path / 'run.csv'}; injected: no fault")
+
+
 def test_report_writes_whole_or_nothing_and_never_touches_a_file_of_the_users(tmp_path):
     mine = tmp_path / "review.html.tmp"            # the name the page was written under before
     mine.write_text("the user's", encoding="utf-8")

@@ -6,8 +6,10 @@ docs/language.md and its E500 display, the healthy band `astral diagnose` prints
 single-pod job (README, docs/diagnose.md), and what Seer's rule chooses for the GB200 row the
 README and docs/seer.md cite for activation offloading; and the forecasts the README and
 docs/seer.md quote as figures or as a command's output (the reference job, the single-pod job
-and its fp8 variants, the reference under a failed uplink or half its aggregation switches,
-`astral search`'s job as declared), which a change to Seer moves without a word."""
+and its fp8 variants, the reference's stage shares, plain 1F1B and 4 chunks, the reference
+under a failed uplink, a failed port or half its aggregation switches, `astral search`'s job as
+declared), which a change to Seer moves without a word; and the README's `check --format json`
+document and the Python blocks of the README and docs/seer.md, run."""
 from __future__ import annotations
 
 import re
@@ -114,12 +116,13 @@ def test_the_offloading_figures_are_the_forecasts():
 
 @pytest.fixture(scope="module")
 def reference_text():
-    """The reference design with the README's `one_uplink` scenario and docs/seer.md's half of
-    the aggregation switches failed, beside the example's own scenarios."""
+    """The reference design with the README's `one_uplink` and `one_port` scenarios and
+    docs/seer.md's half of the aggregation switches failed, beside the example's own scenarios."""
     text = (REPO / "examples" / "astral.astral").read_text(encoding="utf-8")
     scenarios = _fence_after(README, "## What-if scenarios", "astral")
     at = next(i for i, line in enumerate(scenarios) if line.startswith("scenario one_uplink"))
     text += "\n".join(scenarios[at:at + 3]) + "\n"
+    text += next(line for line in scenarios if line.startswith("scenario one_port")) + "\n"
     return text + "scenario half_agg { fail 50 % of Astral.fabric.agg }\n"
 
 
@@ -143,6 +146,95 @@ def test_the_reference_forecast_the_readme_quotes(reference):
     assert f"job slowing from {t:.3f} s to {plane_b:.3f} s" in README
     half = astral_dsl.forecast(reference, scenario="half_agg").iteration_time.si
     assert f"{t:.3f} s becomes {half:.3f} s" in SEER
+
+
+def test_where_the_reference_jobs_time_goes_as_the_readme_says(reference):
+    """The README's paragraph on the reference job past its headline figures: the busiest
+    stage's shares, the recomputed forward's share of its compute, plain 1F1B and 4 chunks, and
+    the memory selective recomputation would need (it said 66 % compute and 22 % TP, 1F1B
+    15.7 s and 4 chunks 10.1 s, figures of an earlier fit: 66.7 %, 21.2 %, 15.9 s, 10.3 s)."""
+    fc = astral_dsl.forecast(reference)
+    parts, t = fc.detail.breakdown, fc.iteration_time.si
+    share = {k: round(100 * v / t) for k, v in parts.items()}
+    said = re.search(r"stage: (\d+) % compute \(of which a quarter is the recomputed forward\), "
+                     r"(\d+) % exposed TP\s.*?(\d+) % pipeline bubble \(16 micro-batches on\s+16 "
+                     r"stages: 8 chunks cut 1F1B's (\d+) % to this\), (\d+) % PP p2p.*?Plain 1F1B "
+                     r"would take ([\d.]+) s, 4 chunks ([\d.]+) s", README, re.S)
+    assert said, "README: where the reference job's time goes"
+    compute, tp, bubble, plain_bubble, pp, plain, four = said.groups()
+    assert (share["compute"], share["tp_comm"], share["bubble"], share["pp_comm"]) == (
+        int(compute), int(tp), int(bubble), int(pp))
+    # the recomputed forward: 1 - compute without recomputation / with it, 0.249 (a quarter)
+    bare = astral_dsl.forecast(reference, recompute="none").detail.breakdown["compute"]
+    assert 0.24 < 1 - bare / parts["compute"] < 0.26
+    one = astral_dsl.forecast(reference, virtual_stages=1)
+    assert f"{one.iteration_time.si:.1f}" == plain
+    assert round(100 * one.detail.breakdown["bubble"] / one.iteration_time.si) == int(plain_bubble)
+    assert f"{astral_dsl.forecast(reference, virtual_stages=4).iteration_time.si:.1f}" == four
+    selective = astral_dsl.forecast(reference, recompute="selective")
+    needs = re.search(r"selective\s+recompute would need (\d+) GB per GPU", README)
+    assert needs and f"{selective.memory_per_gpu.to('GB').magnitude:.0f}" == needs.group(1)
+    assert "W750" in {d.code for d in selective.diagnostics}
+
+
+def test_a_failed_port_on_stage_0_as_docs_seer_says(reference, reference_text, tmp_path):
+    """docs/seer.md, "Failures": a port of a stage-0 host's NIC failed (the README's
+    `one_port`) makes the iteration X s against Y s healthy, and its `dp` note is the one
+    quoted (the healthy figure said 9.235 s while the forecast was 9.352 s)."""
+    healthy = astral_dsl.forecast(reference).iteration_time.si
+    failed = astral_dsl.forecast(reference, scenario="one_port").iteration_time.si
+    assert (f"a port of a stage-0 host's NIC failed makes the\niteration {failed:.3f} s "
+            f"against {healthy:.3f} s healthy") in SEER
+    (tmp_path / "astral.astral").write_text(reference_text, encoding="utf-8")
+    out = astral("forecast", "astral.astral", "--scenario", "one_port", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout
+    shown = _fence_after(SEER, "many of the job's GPUs are behind it:", "text")
+    assert len(shown) == 1 and shown[0] in out.stdout.split("\n")
+
+
+def test_the_check_json_the_readme_shows():
+    """The README's `astral check examples/astral.astral --set hosts_per_rack=5 --format json`:
+    its keys in order, its first diagnostic, summary, scenarios, `chosen` and `accepted` as
+    shown (the other diagnostics are elided there)."""
+    import json
+
+    out = astral("check", "examples/astral.astral", "--set", "hosts_per_rack=5", "--format", "json")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    shown = "\n".join(_fence_after(README, "A schema admits the command's result", "json"))
+    keys = ["version", "format", "valid", "diagnostics", "file", "summary", "scenarios", "chosen",
+            "accepted"]
+    assert list(doc) == keys
+    assert sorted(keys, key=lambda k: shown.index(f'"{k}":')) == keys     # each shown, in order
+    first = re.search(r'"diagnostics": \[(\{.*?\]\}),\s+\.\.\.\]', shown, re.S)
+    assert first and json.loads(first.group(1)) == doc["diagnostics"][0]
+    rest = json.loads("{" + shown[shown.index('"file"', first.end()):])
+    assert rest == {k: doc[k] for k in ("file", "summary", "scenarios", "chosen", "accepted")}
+    assert doc["version"] == astral_dsl.__version__ and doc["valid"] is False
+
+
+def test_the_python_blocks_of_the_readme_and_docs_seer_run(tmp_path, monkeypatch):
+    """The README's "The Python API" block prints what its comments say, and docs/seer.md's
+    "From Python" block runs (it passed `scenario=None` to `seer.forecast`, which takes a
+    scenario's `failures`: a ForecastError, E203)."""
+    import contextlib
+    import io
+
+    monkeypatch.chdir(REPO)
+    readme = "\n".join(_fence_after(README, "## The Python API", "python")) + "\n"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(readme, "README.md", "exec"), {})
+    lines = printed.getvalue().rstrip("\n").split("\n")
+    said = [line.split("#", 1)[1].strip() for line in readme.split("\n")
+            if line.startswith("print(") and "#" in line]
+    assert len(lines) == len(said) == 4
+    assert lines[0].startswith(said[0].rstrip(".}").rstrip(", "))        # {'gpus': 524288, ...
+    assert lines[1] == said[1]                                           # rack 4
+    assert said[2].startswith(f"{lines[2]} W ")                          # 716800.0 W when ...
+    assert said[3].startswith(lines[3] + " ")                            # 45 degC (pods[1..7]
+    seer_block = "\n".join(_fence_after(SEER, "From Python:", "python")) + "\n"
+    exec(compile(seer_block, "docs/seer.md", "exec"), {})
 
 
 def test_the_failed_uplink_notes_are_the_forecasts(reference_text, tmp_path):
@@ -176,6 +268,17 @@ def test_the_single_pod_forecast_docs_seer_opens_with():
     said = (f"(H100, TP8 PP4, bf16 {bf16:.3f} s) {bf16 / delayed.iteration_time:.2f}x with "
             f"delayed\nscaling and {bf16 / current.iteration_time:.2f}x with current scaling")
     assert said in SEER
+
+
+def test_the_gb200_band_line_docs_seer_quotes():
+    """docs/seer.md, "How far to trust a forecast": `astral forecast` of
+    examples/gb200_nvl72.astral's DeepSeek-V3 job prints its iteration time with its band, as
+    quoted (the line wraps in the prose)."""
+    out = astral("forecast", "examples/gb200_nvl72.astral", "--job", "deepseek_v3")
+    assert out.returncode == 0, out.stdout
+    line = next(x for x in out.stdout.split("\n") if x.startswith("  iteration time"))
+    said = f"(`{' '.join(line.split())}` for examples/gb200_nvl72.astral's DeepSeek-V3 job"
+    assert said in " ".join(SEER.split())
 
 
 def test_the_fp8_speed_up_of_llama_3_8b_docs_seer_quotes():

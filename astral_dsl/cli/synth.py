@@ -135,8 +135,9 @@ def run(args, overrides) -> int:
     else:
         what = ", ".join(f"{f.kind} {f.part} (severity {f.severity:g})" for f in faults) \
             or "no fault (a healthy run)"
-        stream.write(f"synth: job `{data.job}`, {data.world:,} ranks x {len(data.iterations)} "
-                     f"iterations written to {out}; injected: {what}\n")
+        its = len(data.iterations)
+        stream.write(f"synth: job `{data.job}`, {data.world:,} ranks x {its} "
+                     f"iteration{'' if its == 1 else 's'} written to {out}; injected: {what}\n")
     return EXIT_OK
 
 
