@@ -367,3 +367,22 @@ def test_a_design_of_several_jobs_says_which_one_it_forecast(capsys, tmp_path):
     code, stdout, err = call(["forecast", str(design), "--job", "second", "--format", "json"],
                              capsys)
     assert code == 0 and "notes" not in json.loads(stdout), stdout
+
+
+def test_a_job_without_a_global_batch_says_what_it_was_forecast_with(tmp_path):
+    """No `batch`: Megatron-LM's default global batch, micro-batch x dp = 1 x 8 = 8 sequences
+    of the model's 8,192 tokens (Llama 3 8B on tp 8, pp 2, dp 8: small.astral), one
+    micro-batch per pipeline; it was taken in silence. A stated one says nothing."""
+    import astral_dsl
+
+    small = Path(__file__).parent / "fixtures" / "diagnose" / "small.astral"
+    text = small.read_text(encoding="utf-8")
+    path = tmp_path / "small.astral"
+    path.write_text(text.replace("  batch { global_batch = 32, micro = 1, seq = 4096 }\n", ""),
+                    encoding="utf-8")
+    fc = astral_dsl.forecast(str(path)).detail
+    assert (fc.job.global_batch, fc.job.microbatches, fc.job.seq) == (8, 1, 8192)
+    assert ("global batch not stated: micro x dp = 1 x 8 = 8 sequences of 8,192 tokens "
+            "(Megatron-LM's --global-batch-size default): state `batch { global_batch = ... }`"
+            ) in fc.notes
+    assert not [n for n in astral_dsl.forecast(str(small)).detail.notes if "global batch" in n]
