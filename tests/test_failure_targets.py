@@ -113,6 +113,35 @@ def test_a_wrong_name_is_an_error_of_its_own(target, code, message):
     assert outcome.result.network_w == pytest.approx(208e3)
 
 
+BLOCKS = """\
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s, power = 25 W }
+switch Sw { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
+host H { gpus = 8 x G, nics = 8 x N, power = 10 kW }
+rack R { hosts = 4 x H }
+block B { racks = 8 x R }
+fabric F {
+  rails = 8, planes = 1, max_oversubscription = 1
+  tier leaf { switch = Sw, scope = block, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = Sw, scope = site, down = 64 x 400 Gb/s }
+}
+site S { sus = 4 x B, fabric = F }
+scenario bad { fail S.fabric.rail[3].leaf[0] }
+"""
+
+
+def test_the_hint_of_a_switch_without_its_group_names_the_tiers_scope_and_the_rail_given():
+    """A `block`-scoped tier's groups are `block[i]` in the rank map: the hint said
+    `S.fabric.row[0].rail[0].leaf[0]` under a message asking for the block, and dropped the
+    rail the target named (3)."""
+    _, checked = _check(BLOCKS, "bad")
+    (error,) = [d for d in checked.diagnostics if d.is_error]
+    assert error.code == "E219"
+    assert error.message == ("`S.fabric.rail[3].leaf[0]` names a switch of every `leaf` "
+                             "group: name its block too")
+    assert error.hint.startswith("e.g. `S.fabric.block[0].rail[3].leaf[0]` ")
+
+
 def test_rejected_parts_beside_a_good_one_fail_nothing():
     """Rejected targets (E214: pod 5 of 2; E219: a port not wired to that ToR, a share of the
     first tier) were still "X failed" in the notes and "out of service" in the report's matrix.

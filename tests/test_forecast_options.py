@@ -332,3 +332,57 @@ def test_torch_compile_outside_torchtitan_says_it_has_no_effect(tiny_design):
             assert compiled.iteration_time == plain.iteration_time
             assert w == [f"job `two`: torch_compile has no effect with framework = {framework}: "
                          "its element-wise kernels are forecast fused without it"]
+
+
+def test_the_json_keeps_the_forecasts_notes_beside_the_files_written(capsys, tmp_path):
+    """`--format json --trace`: the forecast's own notes (here the scenario's) came back
+    replaced by "trace written to ..." alone; both are kept, the forecast's first."""
+    design = tmp_path / "tiny.astral"
+    design.write_text(TINY.read_text(encoding="utf-8")
+                      + "scenario port_b { fail Tiny.racks[0].hosts[0].nics[0].port[b] }\n",
+                      encoding="utf-8")
+    out = tmp_path / "t.json"
+    code, stdout, err = call(["forecast", str(design), "--scenario", "port_b", "--format",
+                              "json", "--trace", str(out)], capsys)
+    assert code == 0, err
+    assert json.loads(stdout)["notes"] == [
+        "scenario `port_b`: Tiny.racks[0].hosts[0].nics[0].port[b] failed",
+        f"trace written to {out}"]
+
+
+def test_a_design_of_several_jobs_says_which_one_it_forecast(capsys, tmp_path):
+    """Without `--job` the first job is forecast: the others were left out in silence; a note
+    (standard error, the JSON's `notes`) names them. With `--job` nothing is said."""
+    design = tmp_path / "two.astral"
+    design.write_text(TINY.read_text(encoding="utf-8").replace("job two {", "job first {")
+                      + TINY.read_text(encoding="utf-8").split("job two ", 1)[1].join(
+                          ["job second ", ""]), encoding="utf-8")
+    note = ("job `first` is the first of the design's 2 jobs: `--job NAME` forecasts another "
+            "(second)")
+    code, stdout, err = call(["forecast", str(design), "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(stdout)["notes"] == [note]
+    code, _, err = call(["forecast", str(design)], capsys)
+    assert code == 0 and f"note: {note}\n" in err
+    code, stdout, err = call(["forecast", str(design), "--job", "second", "--format", "json"],
+                             capsys)
+    assert code == 0 and "notes" not in json.loads(stdout), stdout
+
+
+def test_a_job_without_a_global_batch_says_what_it_was_forecast_with(tmp_path):
+    """No `batch`: Megatron-LM's default global batch, micro-batch x dp = 1 x 8 = 8 sequences
+    of the model's 8,192 tokens (Llama 3 8B on tp 8, pp 2, dp 8: small.astral), one
+    micro-batch per pipeline; it was taken in silence. A stated one says nothing."""
+    import astral_dsl
+
+    small = Path(__file__).parent / "fixtures" / "diagnose" / "small.astral"
+    text = small.read_text(encoding="utf-8")
+    path = tmp_path / "small.astral"
+    path.write_text(text.replace("  batch { global_batch = 32, micro = 1, seq = 4096 }\n", ""),
+                    encoding="utf-8")
+    fc = astral_dsl.forecast(str(path)).detail
+    assert (fc.job.global_batch, fc.job.microbatches, fc.job.seq) == (8, 1, 8192)
+    assert ("global batch not stated: micro x dp = 1 x 8 = 8 sequences of 8,192 tokens "
+            "(Megatron-LM's --global-batch-size default): state `batch { global_batch = ... }`"
+            ) in fc.notes
+    assert not [n for n in astral_dsl.forecast(str(small)).detail.notes if "global batch" in n]

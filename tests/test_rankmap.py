@@ -235,3 +235,17 @@ def test_an_nvl72_racks_groups_run_on_its_nvlink():
     assert pp.ports == ("Lab.racks[0].hosts[0].nics[0].port[a]",
                         "Lab.racks[1].hosts[0].nics[0].port[a]")
     assert rm.ranks[72].domain == "Lab.racks[1]" and rm.ranks[0].domain == "Lab.racks[0]"
+
+
+def test_a_placement_on_a_range_takes_every_replica_of_it():
+    """`placement = Small.racks[4..7]`: the rank map walks racks 4, 5, 6 and 7 (16 hosts, 128
+    GPUs), not only the shared instance's first replica (which held 32 GPUs: "the placement
+    holds 32 GPUs, the job needs 128"). 8 hosts per ToR: racks 4-5 are hosts 16-23 (tor[2]),
+    racks 6-7 hosts 24-31 (tor[3])."""
+    text = SMALL.read_text().replace("placement = Small\n", "placement = Small.racks[4..7]\n")
+    rm = rank_map(astral_dsl.loads(text, name=str(SMALL)))
+    assert len(rm.ranks) == 128
+    assert rm.ranks[0].gpu == "Small.racks[4].hosts[0].gpus[0]"
+    assert rm.ranks[0].ports[0].switch == "Small.fabric.rail[0].plane[A].tor[2]"
+    assert rm.ranks[127].gpu == "Small.racks[7].hosts[3].gpus[7]"
+    assert rm.ranks[127].ports[0].switch == "Small.fabric.rail[7].plane[A].tor[3]"

@@ -204,6 +204,11 @@ def test_cdu_failure_and_hotter_supply():
     checked, out = outcomes(COOLING)
     assert checked.valid, checked.diagnostics       # 224.5 kW on 4 x 100 kW: N+1 holds
     assert [d.code for d in out["one_cdu"].broken] == ["E641"]   # 3 left: no spare
+    # the scenario's failed CDU is not the one N+1 covers: the message says one more fails,
+    # leaving 2 x 100 kW for 7 x 4 x 10 kW x 80 % + 1 kW x 50 % = 224.5 kW
+    assert out["one_cdu"].broken[0].message == (
+        "with one more CDU failed than the scenario's 1 (of 4), loop `S.rows[0].l` has "
+        "200 kW for 224.5 kW")
     assert [d.code for d in out["hot"].broken] == ["E642"]       # 45 degC > 40 degC GPU limit
     loop = out["hot"].result.cooling.loops[0]
     assert loop.supply_c == pytest.approx(45)

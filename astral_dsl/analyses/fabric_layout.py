@@ -132,8 +132,14 @@ class FabricLayout:
             missing.insert(0, t.scope)
         if missing:
             kinds = self.kinds(t)
-            key = TierKey(self.fc.fabric, t.name, (kinds[0], 0) if kinds else None,
-                          0 if "rail" in t.per else None, 0 if "plane" in t.per else None)
+            # the scope as the tier declares it (a `block` tier's groups are `block[i]`, as the
+            # rank map names them; `row[i]` is accepted for them too)
+            kind = (t.scope if t.scope in kinds else kinds[0]) if kinds else None
+            # what the selection names kept, the rest the first of its kind
+            scope = sel.scope if sel.scope is not None else (kind, 0) if kind else None
+            key = TierKey(self.fc.fabric, t.name, scope,
+                          (sel.rail or 0) if "rail" in t.per else None,
+                          (sel.plane or 0) if "plane" in t.per else None)
             raise Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
                               f"name its {', '.join(missing)} too",
                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast FILE --ranks "

@@ -169,7 +169,8 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
                                     f"{readable.power(heat, 3)} ({scheme})",
                                     inst.span_of("cdu")))
         if declared_n is not None:
-            _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags)
+            _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags,
+                        failed)
     if flow is not None:
         limit = _si(inst.field("max_flow"))
         if limit is not None and flow > limit * (1 + 1e-9):
@@ -210,7 +211,12 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
                       average_at)
 
 
-def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags) -> None:
+def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags,
+                failed: int = 0) -> None:
+    """E640 when the running CDUs (`declared_n`: those declared less the `failed` of a
+    scenario) do not hold the heat; E641 when they would not after the failure the scheme
+    covers, which under such a scenario is one more than it failed (said so: the loop has
+    no spare left)."""
     if declared_n * cap < heat * (1 - 1e-9):
         carried, held = readable.powers_apart(heat, declared_n * cap)
         diags.append(_err("E640", f"loop `{inst.path}` carries {carried} of liquid heat but "
@@ -227,8 +233,13 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
         if left * cap >= heat * (1 - 1e-9):
             have = (f"flow for {format_number(round(left * cdu_flow * 6e4))} "
                     f"L/min of the {format_number(round(flow * 6e4))} L/min needed")
-        diags.append(_err("E641", f"with {failure(scheme, declared_n)}, loop `{inst.path}` has "
-                                  f"{have}", inst.span_of("cdus"),
+        what = failure(scheme, declared_n)
+        if failed:          # the scenario's failure is not the one the scheme covers
+            what = (f"one more CDU failed than the scenario's {failed} (of {declared_n + failed})"
+                    if scheme != "two_n" else
+                    f"{what}, on top of the scenario's {failed} failed")
+        diags.append(_err("E641", f"with {what}, loop `{inst.path}` has {have}",
+                          inst.span_of("cdus"),
                           f"{needed} CDUs are needed ({scheme})"))
 
 

@@ -69,9 +69,9 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
     scope instance of the fabric's owner."""
     target = job.field("placement")
     route = job.route("placement")     # the replicas as written: `pods[3]`, not the shared pod
-    if route is not None and not route.from_template and \
-            all(s.index is None or isinstance(s.index, int) for s in route.steps):
-        wanted = [route.display]
+    written = _route_paths(route) if route is not None and not route.from_template else None
+    if written is not None:
+        wanted = written
     elif isinstance(target, Ref):
         wanted = [target.path]
     elif isinstance(target, Group):
@@ -100,6 +100,28 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
             found += 1
             if found >= needed:
                 return
+
+
+def _route_paths(route) -> Optional[List[str]]:
+    """The replicas a placement's route names, as paths in the design's order: `pods[3]` one,
+    `pods[0..1]` (a range: `(a, b)`, b excluded) each of its pods, so that a job placed on two
+    pods takes the hosts of both (the group's shared instance has the first pod's path only).
+    None for `[*]`, whose count the route does not say, and for an index after a range, which
+    the language applies to the whole group the range gives (`pods[0..1].sus[0]` is the first
+    pod's first block, docs/language.md section 10.6): the group's paths are used instead."""
+    paths, ranged = [route.root], False
+    for step in route.steps:
+        if step.index is None:
+            names = [f".{step.name}"]
+        elif isinstance(step.index, int) and not ranged:
+            names = [f".{step.name}[{step.index}]"]
+        elif isinstance(step.index, tuple) and not ranged:
+            names = [f".{step.name}[{i}]" for i in range(step.index[0], step.index[1])]
+            ranged = True
+        else:
+            return None
+        paths = [p + n for p in paths for n in names]
+    return paths
 
 
 def _walk(inst: Instance, path: str, want: str, scope_kinds, counters, chain, cache,

@@ -103,6 +103,14 @@ def run(args, overrides) -> int:
             return usage(f"--window {args.window}: {exc}")
     diags = diags + list(fc.diagnostics)      # the job's warnings: W750 "may not fit", W751, ...
     notes = []
+    if args.job is None and len(design.jobs) > 1:     # the others are not forecast in silence
+        from astral_dsl.seer import MAX_JOBS_LISTED
+
+        others = [j.template for j in design.jobs[1:]]
+        listed = ", ".join(others[:MAX_JOBS_LISTED]) + (
+            f" and {len(others) - MAX_JOBS_LISTED} more" if len(others) > MAX_JOBS_LISTED else "")
+        notes.append(f"job `{fc.job.name}` is the first of the design's {len(design.jobs)} "
+                     f"jobs: `--job NAME` forecasts another ({listed})")
     if args.ranks:
         failed = _write_ranks(design, args)
         if failed is not None:
@@ -139,8 +147,8 @@ def run(args, overrides) -> int:
         # the forecast's own fields sit beside the envelope's, as in every command's JSON
         doc = envelope(diags, file=design.file, chosen=chosen_json(design),
                        accepted=accepted_json(split.accepted), **report.to_json(fc))
-        if notes:
-            doc["notes"] = notes
+        if notes:           # after the forecast's own (an assumed etp, a scenario's effect)
+            doc["notes"] = list(doc.get("notes") or []) + notes
         sys.stdout.write(dumps(doc) + "\n")
     else:
         from astral_dsl.outputs.human import accepted_lines

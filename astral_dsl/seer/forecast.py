@@ -170,8 +170,22 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     best.chosen = tuple(chosen)
     best.notes = (tuple(notes) + tuple(net.notes)
                   + straddle_notes(best.job, net, best.lowering.stage_groups)
-                  + _padding_note(job) + _etp_note(job))
+                  + _padding_note(job) + _etp_note(job) + _batch_note(best.job))
     return best
+
+
+def _batch_note(job: JobSpec) -> Tuple[str, ...]:
+    """What a job that states no global batch is forecast with: Megatron-LM's default, one
+    micro-batch per data-parallel rank (--global-batch-size defaults to micro-batch-size x
+    data-parallel size, megatron/training/arguments.py), which leaves the pipeline one
+    micro-batch to fill it with: the step's figures follow it more than any other number."""
+    if job.batch_stated:
+        return ()
+    dp, micro = job.parallel.dp, job.micro or 1
+    return (f"global batch not stated: micro x dp = {micro} x {dp:,} = {job.global_batch:,} "
+            f"sequence{'s' if job.global_batch != 1 else ''} of {job.seq:,} tokens "
+            f"(Megatron-LM's --global-batch-size default): "
+            f"state `batch {{ global_batch = ... }}`",)
 
 
 def _etp_note(job: JobSpec) -> Tuple[str, ...]:

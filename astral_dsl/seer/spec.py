@@ -114,6 +114,8 @@ class JobSpec:
     recompute_layers: Optional[int] = None    # recompute = full: the first N layers of each
     #                                           model chunk (Megatron-LM's block method); None:
     #                                           every layer (full_recompute)
+    batch_stated: bool = True                 # `global_batch` written in the job; False: the
+    #                                           framework's default, micro x dp (forecast's note)
 
     @property
     def bytes(self) -> int:

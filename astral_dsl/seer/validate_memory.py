@@ -53,6 +53,14 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
 
     if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
         return []
+    probe = memory_probe(spec)
+    return memory_diagnostics(job, probe, of_job(probe), cluster.gpu)
+
+
+def memory_probe(spec: JobSpec) -> JobSpec:
+    """The configuration the memory check estimates (and `astral check --margins` measures the
+    margin of): what the job leaves to the rule at its smallest, micro-batch 1, whole layers
+    recomputed, nothing offloaded, no interleaving."""
     probe = spec if spec.micro else spec.with_(micro=1)
     if probe.recompute == "auto":
         probe = probe.with_(recompute="full")
@@ -60,7 +68,7 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
         probe = probe.with_(offload_layers=0)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         probe = probe.with_(parallel=attrs.evolve(probe.parallel, v=1))
-    return memory_diagnostics(job, probe, of_job(probe), cluster.gpu)
+    return probe
 
 
 def memory_diagnostics(job, spec: JobSpec, est, gpu, chosen=()) -> List[Diagnostic]:

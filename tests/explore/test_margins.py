@@ -716,3 +716,21 @@ def test_a_probe_records_the_sides_of_checks_and_nothing_per_value(design):
     assert (derated.lhs, derated.rhs) == (pytest.approx(40800.0), pytest.approx(45000.0))
     assert derated.lhs_shadow is OPAQUE and derated.rhs_shadow is OPAQUE
     assert next(e for e in exact if e.key == derated.key).symbolic
+
+
+def test_the_memory_margin_of_a_job_that_leaves_recompute_to_the_rule_is_the_checks(tmp_path):
+    """`recompute = auto`: `astral check` estimates the memory with whole layers recomputed
+    (validate_memory.memory_probe); the margin took it with nothing recomputed, a figure of
+    neither the check nor the forecast (a 4,096-GPU design: 39.6 GB beside the check's 18.7 GB
+    and the forecast's 41.2 GB). Llama 3 8B on tp 8, pp 2, dp 8 of H100s, micro-batch 1, 4K
+    sequences, as small.astral."""
+    import astral_dsl
+
+    text = (REPO / "tests/fixtures/diagnose/small.astral").read_text(encoding="utf-8")
+    path = tmp_path / "small.astral"
+    path.write_text(text.replace("recompute = full", "recompute = auto"), encoding="utf-8")
+    memory = _by_label(margins.analyse(str(path), params=[]))["memory per GPU of job small"]
+    full = astral_dsl.forecast(str(path), recompute="full").detail.memory.total
+    none = astral_dsl.forecast(str(path), recompute="none").detail.memory.total
+    assert none > full * 1.05                              # the two differ: it is not moot
+    assert memory.limit.lhs == pytest.approx(full * 8)     # bits, as every information limit

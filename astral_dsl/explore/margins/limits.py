@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 from typing import Any, Dict, List, Optional, Tuple
 
-import attrs
 import sympy
 
 from astral_dsl import records
@@ -376,10 +375,9 @@ def _memory_estimate(spec, cluster) -> Tuple[float, float]:
     read (a limit, a temperature), and ask again for the same job on the same cluster."""
 
     from astral_dsl.seer import costs, lower, memory
+    from astral_dsl.seer.validate_memory import memory_probe
 
-    probe = spec if spec.micro else spec.with_(micro=1)
-    if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
-        probe = probe.with_(parallel=attrs.evolve(probe.parallel, v=1))
+    probe = memory_probe(spec)       # the check's: the rule's recompute at full, no offload
     low = lower.Lowering(probe, costs.Costs.of(probe, cluster.gpu), cluster.net)
     est = memory.estimate(probe, low.stage_params)
     return est.total, est.uncertainty          # bytes
