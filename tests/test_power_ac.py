@@ -111,3 +111,41 @@ def test_undeclared_phases_are_taken_as_three_with_w621():
     # declared: silent
     assert not [x for x in analyse(astral_dsl.loads(DESIGN, name="ac.astral")).diagnostics
                 if "`phases`" in x.message]
+
+
+def _feeder_kva(capacity: str, power_factor: str = "power_factor = 90 %, ") -> str:
+    return DESIGN.replace("power_factor = 90 %, capacity = 200 kW",
+                          f"{power_factor}capacity = {capacity}")
+
+
+def test_a_rating_in_kva_holds_kva_times_the_power_factor_of_kw():
+    # 10 racks of 10 kW on one AC feeder: 100 kW, at power factor 0.9 111.1 kVA of apparent
+    # power; rated 110 kVA it holds 99 kW: over (E620), where 110 kW would have passed
+    d = astral_dsl.loads(_feeder_kva("110 kVA"), name="ac.astral")
+    eng = analyse(d)
+    f = eng.power.feeders[0]
+    assert f.capacity_w == pytest.approx(110e3 * 0.9)          # 99 kW of real power
+    assert f.rating_pf == pytest.approx(0.9)
+    e620 = [x for x in eng.diagnostics if x.code == "E620"]
+    assert len(e620) == 1
+    assert "carries 111.111 kVA (100 kW at power factor 0.9) in normal operation, above its " \
+           "capacity of 110 kVA" in e620[0].message
+    assert astral_dsl.loads(_feeder_kva("110 kW"), name="ac.astral").valid
+    # 112 kVA holds 100.8 kW: the 100 kW fit
+    assert astral_dsl.loads(_feeder_kva("112 kVA"), name="ac.astral").valid
+
+
+def test_a_kva_rating_without_a_power_factor_holds_as_many_kw_and_says_so():
+    d = astral_dsl.loads(_feeder_kva("100 kVA", power_factor=""), name="ac.astral")
+    eng = analyse(d)
+    assert eng.power.feeders[0].capacity_w == pytest.approx(100e3)
+    w621 = [x.message for x in eng.diagnostics if x.code == "W621" and "power_factor" in x.message]
+    assert w621 and w621[0].endswith("and its kVA rating as holding as many kW")
+    assert not [x for x in eng.diagnostics if x.code == "E620"]
+
+
+def test_a_dc_feeder_rated_in_kva_holds_as_many_kw():
+    text = _feeder_kva("100 kVA").replace("current = ac, voltage = 400 V, phases = 3, ",
+                                          "current = dc, voltage = 400 V, ")
+    f = analyse(astral_dsl.loads(text, name="dc.astral")).power.feeders[0]
+    assert (f.capacity_w, f.rating_pf) == (100e3, None)

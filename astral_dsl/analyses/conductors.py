@@ -122,9 +122,11 @@ def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool)
     if kind != "dc":
         power_factor_domain(f, diags)
     if kind != "dc" and serves and _si(f.field("power_factor")) is None:
+        kva = str(getattr(f.field("capacity"), "unit", "")).endswith("VA")
         diags.append(_warn("W621", f"AC feeder `{f.path}` declares no `power_factor`: its current "
                                    f"and voltage drop are taken at 1, the least current its load "
-                                   f"can draw", f.span_of("voltage"),
+                                   f"can draw" + (", and its kVA rating as holding as many kW"
+                                                  if kva else ""), f.span_of("voltage"),
                            "declare `power_factor = ...` (the load's: IT power supplies with "
                            "power-factor correction, from their data sheets)"))
     if kind != "dc" and serves and _si(f.field("phases")) is None:

@@ -38,7 +38,7 @@ class FeederResult:
     load_w: float              # peak load of what it serves (all of it), per replica
     normal_w: float            # its share in normal operation
     failover_w: float          # what it carries with one feeder failed (0: nothing backs it)
-    capacity_w: Optional[float]
+    capacity_w: Optional[float]   # as real power: a rating in kVA times `rating_pf`
     current_a: float           # at the failover load (or normal when it has no backup)
     conductor_current_a: Optional[float]
     ampacity_a: Optional[float]
@@ -58,6 +58,8 @@ class FeederResult:
     running: int = 1               # of `count`, the feeders in service (a scenario fails one)
     dark: bool = False             # down with nothing backing it (E628): what it serves is off
     no_load_w: float = 0.0         # its rectifier's installed modules at no load (per feeder)
+    rating_pf: Optional[float] = None   # an AC rating stated in VA: the power factor that made
+    #                                     it `capacity_w` (the rating is capacity_w / rating_pf)
     recharge_w: float = 0.0        # its batteries' recharge, on top of the load (per feeder)
     mechanical_w: float = 0.0      # of load_w: the facility's own consumers (`mechanical`)
     equipment_v: Optional[float] = None   # at the equipment at the batteries' end of discharge
@@ -131,7 +133,8 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                                    "it supplies (`network = true` for the switches)"))
     sides = 1 + len(partners)
     alive_partners = [p for p in partners if _still_up(p, failed)]
-    capacity = _si(f.field("capacity"))
+    kind = _sym(f.field("current")) or "dc"
+    capacity, rating_pf = rated_capacity(f, kind)
     count_field = f.field("count")
     if isinstance(count_field, UnknownValue):
         own = _si(f.field("efficiency"))
@@ -160,7 +163,6 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                           f.span, "declare a partner feeder on the other side (A/B) or "
                                   "`count = N` feeders sharing the load"))
     voltage = _si(f.field("voltage")) or 0.0
-    kind = _sym(f.field("current")) or "dc"
     # the feeder's own conversion (a utility-direct path's transformer and PSUs): its conductors
     # carry the load divided by its efficiency; a rectifier's efficiency is upstream of a DC feeder
     own = _si(f.field("efficiency"))
@@ -176,17 +178,17 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
     degraded = down or len(alive_partners) < len(partners)
     if capacity is not None and not unknown:     # an unknown count is sized to fit instead
         if normal * through > capacity * (1 + 1e-9):
-            said, rating = readable.powers_apart(normal * through, capacity)
+            said, rating, tail = _against_rating(normal * through, capacity, rating_pf,
+                                                 _of_load(normal, own))
             diags.append(_err("E620", f"feeder `{f.path}` carries {said} in "
-                                      f"normal operation{_of_load(normal, own)}, above its "
-                                      f"capacity of {rating}",
+                                      f"normal operation{tail}, above its capacity of {rating}",
                               f.span_of("capacity"), _replicas(replicas, "feeder")))
         elif not degraded and failover * through > capacity * (1 + 1e-9):
             other = "the other side" if partners else "the remaining feeders"
-            said, rating = readable.powers_apart(failover * through, capacity)
+            said, rating, tail = _against_rating(failover * through, capacity, rating_pf,
+                                                 _of_load(failover, own))
             diags.append(_err("E621", f"with one feeder failed, {other} of `{f.path}` must "
-                                      f"carry {said}{_of_load(failover, own)}, above its "
-                                      f"capacity of {rating}",
+                                      f"carry {said}{tail}, above its capacity of {rating}",
                               f.span_of("capacity"), _failover_hint(count, bool(partners))))
     feeder_voltage.in_range(f, voltage, resolve, diags)
     cond_current, ampacity, drop, ratio = conductors.conductor(f, current, low, kind, resolve,
@@ -219,7 +221,37 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                         declared, b_current, b_required, b_available, eff, low, low_from,
                         through, network_w, normal * average / load if load else 0.0, running,
                         dark=dark, no_load_w=no_load, recharge_w=refill,
-                        mechanical_w=mechanical[0], equipment_v=at_equipment)
+                        mechanical_w=mechanical[0], equipment_v=at_equipment,
+                        rating_pf=rating_pf)
+
+
+def rated_capacity(f: Instance, kind: str) -> Tuple[Optional[float], Optional[float]]:
+    """A feeder's `capacity` as the real power it carries (W) and, for an AC rating stated in
+    volt-amperes (`800 kVA`), the power factor that converted it: an apparent-power rating
+    holds a load of kW = kVA x power factor (the feeder's `power_factor`; 1 when it declares
+    none, which W621 says), as a transformer's does (analyses/chain.py). On a DC feeder a VA
+    and a W are one."""
+    q = f.field("capacity")
+    cap = _si(q)
+    if cap is None or kind == "dc" or not str(getattr(q, "unit", "")).endswith("VA"):
+        return cap, None
+    pf = _si(f.field("power_factor")) or 1.0
+    return cap * pf, pf
+
+
+def _against_rating(carried: float, capacity: float, pf: Optional[float],
+                    of_load: str) -> Tuple[str, str, str]:
+    """What a feeder carries, its rating and what follows the first (`of_load`: the load
+    behind its own efficiency), as a check says them: in kW, or against a rating stated in
+    kVA in kVA with the kW inside (`832 kVA (790 kW at power factor 0.95, ...)`)."""
+    if pf is None:
+        said, rating = readable.powers_apart(carried, capacity)
+        return said, rating, of_load
+    said, rating = readable.powers_apart(carried / pf, capacity / pf)
+    inner = f"{readable.power(carried, 3)} at power factor {format_number(round(pf, 4))}"
+    if of_load:
+        inner += ", " + of_load.strip()[1:-1]
+    return f"{readable.apparent(said)} ({inner})", readable.apparent(rating), ""
 
 
 def _still_up(partner: Instance, failed) -> bool:

@@ -94,6 +94,13 @@ def _levels(eng: Engineering) -> Table:
     return t
 
 
+def _ratings(fs) -> List[str]:
+    """The feeders' capacities as stated: a rating in kVA (feeders.rated_capacity) in kVA."""
+    cells = readable.powers([f.capacity_w / f.rating_pf if f.rating_pf and f.capacity_w
+                             else f.capacity_w for f in fs])
+    return [readable.apparent(c) if f.rating_pf else c for c, f in zip(cells, fs)]
+
+
 def _feeders(eng: Engineering) -> List[Table]:
     fs = all_feeders(eng)
     load = Table("Feeders: peak load, in normal operation and with one feeder failed",
@@ -104,7 +111,7 @@ def _feeders(eng: Engineering) -> List[Table]:
     loads = [readable.powers([f.load_w for f in fs]), readable.powers([f.normal_w for f in fs]),
              readable.powers([through_w(f, f.normal_w) for f in fs]),
              readable.powers([w or 0.0 for w in failover]),
-             readable.powers([f.capacity_w for f in fs])]
+             _ratings(fs)]
     loads[3] = [cell if w is not None else "-" for cell, w in zip(loads[3], failover)]
     for i, f in enumerate(fs):
         x = f"{f.replicas * f.count:,}"

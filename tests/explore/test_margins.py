@@ -226,6 +226,19 @@ def test_a_feeder_margin_includes_its_own_efficiency(tmp_path):
     assert _ranges(other)["n"].method == "numeric" and _ranges(other)["n"].high == 4
 
 
+def test_a_feeder_rated_in_kva_is_held_to_kva_times_its_power_factor(tmp_path):
+    # `cap` in kVA at power factor 0.9: the 150 kW through the conductors need 166.7 kVA, so the
+    # parameter's range starts there, and the margin says how the rating was read
+    text = FEEDER.replace("param cap = 150 kW", "param cap = 170 kVA").replace(
+        "capacity = cap, serves", "capacity = cap, power_factor = 90 %, serves")
+    main = _by_label(margins.analyse(str(_write(tmp_path, text))))[
+        "feeder S.rows[0].main (normal operation)"]
+    assert main.limit.lhs == pytest.approx(150e3) and main.symbolic
+    assert main.limit.rhs == pytest.approx(170e3 * 0.9)             # 153 kW of real power
+    assert _ranges(main)["cap"].low == pytest.approx(150e3 / 0.9)   # 166.67 kVA
+    assert main.notes[-1].endswith("its rating of 170 kVA holds kVA x power factor 0.9 of kW")
+
+
 def test_the_reference_utility_feeder_counts_its_efficiency(reference):
     failover = _by_label(reference)["feeder Astral.pods[0].rows[0].utility (one feeder failed)"]
     # 16 racks x 4 x 10.2 kW = 652.8 kW through 97 %: 672.99 kW of the 800 kW capacity

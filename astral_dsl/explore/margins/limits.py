@@ -16,7 +16,7 @@ import sympy
 
 from astral_dsl import records
 from astral_dsl.explore.margins.shadow import OPAQUE, Shadows
-from astral_dsl.units import Quantity, format_number, same_amount
+from astral_dsl.units import Quantity, format_number, readable, same_amount
 
 BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
 
@@ -174,6 +174,10 @@ def _feeders(ev, frames, eng) -> List[Limit]:
             "capacity" in frame.defs else None
         file, line, col = _where(span)
         cap_sym = ev.shadow(frame.values.get("capacity")) if frame is not None else OPAQUE
+        pf = frame.values.get("power_factor") if frame is not None and fr.rating_pf else None
+        if isinstance(pf, Quantity) and cap_sym is not OPAQUE:   # a kVA rating: kW = kVA x pf
+            pf_sym = ev.shadow(pf)
+            cap_sym = OPAQUE if pf_sym is OPAQUE else cap_sym * pf_sym
         load_sym = _served_power(ev, frame) if frame is not None and ev.symbolic else OPAQUE
         count = frame.values.get("count") if frame is not None else None
         if count is not None and getattr(ev.shadow(count), "free_symbols", True):
@@ -185,6 +189,11 @@ def _feeders(ev, frames, eng) -> List[Limit]:
         if fr.input_ratio != 1.0:
             note = (f"through its own {format_number(round(100 / fr.input_ratio, 4))} % "
                     "efficiency: the conductors carry the load divided by it")
+        if fr.rating_pf:
+            stated = readable.apparent(readable.power(fr.capacity_w / fr.rating_pf))
+            rated = (f"its rating of {stated} holds kVA x power factor "
+                     f"{format_number(round(fr.rating_pf, 4))} of kW")
+            note = f"{note}; {rated}" if note else rated
         for kind, value, what in (("feeder", fr.normal_w, "normal operation"),
                                   ("feeder_failover", fr.failover_w, "one feeder failed")):
             if kind == "feeder_failover" and not value:
