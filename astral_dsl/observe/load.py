@@ -24,7 +24,7 @@ from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe import kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
-from astral_dsl.pools import cores
+from astral_dsl.pools import cores, local_workers
 
 _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
 
@@ -82,7 +82,9 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
     one of its job's world size. The files are read by `workers` processes (`astral diagnose
     --jobs`); by default one per core, from PARALLEL_FROM files on (fewer are read faster than
     processes start). The result is the same whatever the number, byte for byte: each file is
-    read alone, and the results are taken in file order."""
+    read alone, and the results are taken in file order. `workers` is None or 1 to 1,024
+    (pools.MAX_LOCAL_WORKERS): ValueError past it, as `astral diagnose --jobs` says it."""
+    local_workers("workers", workers)
     files, diags = files_of(paths)
     traces: List[RankTrace] = []
     seen: Dict[Tuple[int, object], RankTrace] = {}

@@ -29,6 +29,7 @@ from astral_dsl.explore.bundle import load_with_bundle
 from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.search import space as _space
 from astral_dsl.explore.search.space import Config, Counts, Space, TooLarge, enumerate_space
+from astral_dsl.pools import local_workers
 from astral_dsl.explore.search.work import (Setup, SetupError, State, are_bounds, are_forecasts,
                                            forecast, screen)
 
@@ -79,7 +80,9 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         life_s: float = LIFE_S, calibration=None) -> SearchResult:
     """The top `top` configurations (module docstring). `calibration`: Seer's constants (a
     seer.calibration.Calibration; default: the shipped fit), for the bounds and the
-    forecasts alike."""
+    forecasts alike. `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it,
+    before any work)."""
+    local_workers("workers", workers)
     if objective not in OBJECTIVES:
         raise SearchError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
     if top < 1:
