@@ -24,7 +24,7 @@ def register(sub) -> None:
                    choices=["tokens_per_s", "iteration_time", "cost_per_token"],
                    help="what ranks first (default: tokens_per_s); cost_per_token needs prices")
     s.add_argument("--top", type=int, default=10, metavar="K",
-                   help="how many configurations to rank (default: 10)")
+                   help="how many configurations to rank, at most 1,000 (default: 10)")
     s.add_argument("--gpus", metavar="COUNTS",
                    help="GPU counts to split, e.g. 512,1024 or 256..1024:256 (default: the "
                         "job's `gpus`, else its placement's)")

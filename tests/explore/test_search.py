@@ -353,6 +353,9 @@ def test_cli_default_job_is_the_first(small, capsys):
 
 @pytest.mark.parametrize("extra, message", [
     (["--top", "0"], "--top must be at least 1"),
+    # past MAX_TOP (was accepted: --top 10^9 forecast every admitted configuration)
+    (["--top", "1001"], "--top 1,001: a search ranks at most 1,000 configurations"),
+    (["--top", "1000000000"], "--top 1,000,000,000: a search ranks at most 1,000"),
     (["--gpus", "64"], "--gpus 64: the placement `Lab` holds 32 GPUs"),
     (["--gpus", "1.5"], "`1.5` is not a whole number of GPUs"),
     (["--gpus", "0"], "`0` is not a whole number of GPUs of at least 1"),    # 0 is whole
