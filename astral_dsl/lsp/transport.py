@@ -85,3 +85,51 @@ def describe(params) -> str:
         size, limit = params.get("bytes"), params.get("limit", MAX_MESSAGE)
     return (f"astral lsp: a message of {size} bytes was skipped: the limit is {limit:,} bytes "
             "(a source file is at most 8 MiB)")
+
+
+# pygls's two log points for a message it could not parse or structure (pygls 2.1: server.py's
+# aio_readline, "Unable to handle message"; protocol/json_rpc.py's structure_message, "Unable to
+# deserialize message"): reached only by what the client sent (not JSON, not UTF-8, not an
+# object, a field of the wrong type), never by a handler of the server's, whose errors pygls
+# logs apart ("Failed to handle ..."). Each wrote a Python traceback into the editor's log; the
+# client's error is said in one line, and the server's own warning (documents.py,
+# report_server_error) says what it did with it
+CLIENT_ERRORS = {"pygls.server": "Unable to handle message",
+                 "pygls.protocol.json_rpc": "Unable to deserialize message"}
+
+
+class OneLine:
+    """A logging filter: a record of CLIENT_ERRORS without its traceback, the exception in one
+    line in its place (the exception being handled where the record is made)."""
+
+    def filter(self, record) -> bool:
+        if CLIENT_ERRORS.get(record.name) == str(record.msg).split("\n", 1)[0]:
+            import sys
+
+            exc = record.exc_info[1] if record.exc_info else sys.exc_info()[1]
+            record.msg, record.args = CLIENT_ERRORS[record.name] + ": %s", (said(exc)[:500],)
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def said(exc) -> str:
+    """An exception in one line: its type and message, and for a group (cattrs' structuring
+    errors) its first leaf's, with the notes that say which field."""
+    if exc is None:
+        return "the message could not be read"
+    leaf = exc
+    while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+        leaf = leaf.exceptions[0]
+    out = f"{type(exc).__name__}: {exc}"
+    if leaf is not exc:
+        notes = "; ".join(str(n) for n in getattr(leaf, "__notes__", ()))
+        out += f" ({type(leaf).__name__}: {leaf}{'; ' + notes if notes else ''})"
+    return out
+
+
+def quiet_client_errors() -> None:
+    """Install OneLine on pygls's loggers of a client's malformed messages."""
+    import logging
+
+    for name in CLIENT_ERRORS:
+        logging.getLogger(name).addFilter(OneLine())
