@@ -360,6 +360,11 @@ def test_cli_default_job_is_the_first(small, capsys):
     (["--gpus", "1.5"], "`1.5` is not a whole number of GPUs"),
     (["--gpus", "0"], "`0` is not a whole number of GPUs of at least 1"),    # 0 is whole
     (["--gpus", "8..4"], "the range is empty"),
+    # read as 9.9999999999999999999999e22: it was "not a whole number of GPUs"
+    (["--gpus", "99999999999999999999999"], "--gpus 99999999999999999999999: more GPUs than a "
+                                            "design holds (10^9)"),
+    (["--gpus", "1..1000000000000"], "1,000,000,000,000 values, more than --gpus takes "
+                                     "(100,000)"),      # it said "than a sweep takes"
     (["--life", "4"], "--life 4: write a quantity"),
     (["--life", "-1 yr"], "a write-off period is positive"),
     # a number in its unit but not in seconds: was E000 (OverflowError), exit 3
