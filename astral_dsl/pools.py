@@ -56,3 +56,22 @@ def too_many(flag: str, n: Optional[int]) -> Optional[str]:
     return (f"{flag} {n:,}: more than {MAX_LOCAL_WORKERS:,} local worker processes: give at "
             f"most {MAX_LOCAL_WORKERS:,} (this process runs on {have} core"
             f"{'s' if have > 1 else ''}: more workers than that only contend for them)")
+
+
+def local_workers(what: str, n: Optional[int]) -> Optional[int]:
+    """`n` local worker processes as a library entry point takes them (explore.engines'
+    LocalEngine, so explore.sweep.run and explore.search.run; observe.load): None (its
+    default) or a whole number from 1 to MAX_LOCAL_WORKERS; TypeError for another kind,
+    ValueError (too_many's message past the bound) for one out of range. The command line's
+    flags and astral_dsl.sweep say the same as diagnostics before they get here."""
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{what} is a whole number (an int) of processes, or None for one per "
+                        f"core, not {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"{what} must be at least 1, not {n}")
+    refused = too_many(what, n)
+    if refused is not None:
+        raise ValueError(refused)
+    return n

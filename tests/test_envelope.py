@@ -367,6 +367,12 @@ def test_calibration_options_are_read_before_any_work(lab, tmp_path, capsys):
     (_band(-0.1, float("inf"), 14), "high = inf is not a band"),
     (_band(-0.1, 0.1, 2.5), "rows = 2.5 is not a whole number"),
     (_band(-0.1, 0.1, True), "`rows` is not a number"),
+    # int(inf) raised OverflowError: E000; 1.5e300 runs was taken (and written out as a
+    # 301-digit count in --format json)
+    (_band(-0.1, 0.1, float("inf")), "rows = inf is not a whole number from 0 to 2^53"),
+    (_band(-0.1, 0.1, float("nan")), "rows = nan is not a whole number"),
+    (_band(-0.1, 0.1, 1.5e300), "rows = 1.5e+300 is not a whole number"),
+    (_band(-0.1, 0.1, -1), "rows = -1 is not a whole number"),
     (None, "is not an object"),
 ])
 def test_a_fit_with_a_band_that_is_no_band_is_a_usage_error(lab, tmp_path, capsys, entry,

@@ -65,6 +65,34 @@ def test_a_json_option_that_is_a_device_or_too_large_is_a_usage_error(tmp_path, 
     assert f"{option}" in proc.stderr and said in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("suspect, said", [
+    ({"kind": "nic port", "path": "R.hosts[0]", "parts": [1, 2]},
+     "suspect 1: `parts` is not a list of part names (strings)"),
+    ({"kind": "nic port", "path": "R.hosts[0]", "parts": True},
+     "suspect 1: `parts` is not a list of part names (strings)"),
+    ({"kind": "switch", "path": ["R"]}, "suspect 1: `path` is not a part's name (a string)"),
+    ({"kind": "switch", "path": 7}, "suspect 1: `path` is not a part's name (a string)"),
+    ({"kind": "tier", "path": "R", "tied": [None, "x"]},
+     "suspect 1: `tied` is not a list of part names (strings)"),
+    ({"kind": 5, "path": "R"}, "suspect 1: `kind` is not a string"),
+    ("R.hosts[0]", "suspect 1: not an object"),
+])
+def test_a_highlight_of_suspects_of_the_wrong_types_is_a_usage_error(tmp_path, suspect, said):
+    """A diagnosis edited by hand: a `parts` of numbers or a `path` that is a list was E000
+    (`'int' object has no attribute 'startswith'`) in `astral render --highlight`; found by
+    mutating each field of a real diagnosis (report --diagnosis already refused them)."""
+    import json
+
+    doc = tmp_path / "diagnosis.json"
+    doc.write_text(json.dumps({"suspects": [suspect]}))
+    proc = astral("render", str(TUTORIAL), "--view", "rack", "-o", str(tmp_path / "x.svg"),
+                  "--highlight", str(doc), "--color", "never")
+    _no_internal_error(proc)
+    assert proc.returncode == 2 and not (tmp_path / "x.svg").exists()
+    assert f"--highlight: `{doc}`: {said} (schema/diagnosis.schema.json" in proc.stderr, \
+        proc.stderr
+
+
 def test_a_runs_table_that_is_a_device_is_e766(tmp_path):
     """`astral runs` on a FIFO blocked; on a device it read 64 MiB (/dev/null: an empty table)."""
     from astral_dsl.runs.table import read_table

@@ -63,13 +63,6 @@ def mapping(value: Optional[Mapping[str, T]], what: str) -> Optional[Mapping[str
     return value
 
 
-def whole(value: Optional[int], what: str) -> Optional[int]:
-    """A whole number (an int, not a bool), or None."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise TypeError(f"{what} is a whole number (an int), not {_kind(value)}")
-    return value
-
-
 def instance_of(value: Optional[T], kind: type, what: str, hint: str = "",
                 optional: bool = True) -> Optional[T]:
     """`value` when it is a `kind` (or None, when `optional`)."""

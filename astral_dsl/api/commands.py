@@ -101,15 +101,14 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     _a.name(job, "job")
     _a.name(scenario, "scenario")
     _a.mapping(overrides, "overrides")
-    if _a.whole(workers, "workers") is not None and workers < 1:     # a value out of range
-        raise _sweep.refused("E309", f"workers must be at least 1, not {workers}", path,
-                             "give 1 or more worker processes, or None for one per core")
-    from astral_dsl.pools import too_many
+    from astral_dsl.pools import local_workers
 
-    if (refused := too_many("workers", workers)) is not None:
-        raise _sweep.refused("E309", refused, path,
-                             "give at most 1,024 worker processes (more than the cores only "
-                             "contend for them), or None for one per core")
+    try:                # TypeError for another kind; a value out of range: the engine's bound
+        local_workers("workers", workers)
+    except ValueError as exc:
+        raise _sweep.refused("E309", str(exc), path,
+                             "give 1 to 1,024 worker processes (more than the cores only "
+                             "contend for them), or None for one per core") from None
     if calibration is not None and job is None:        # as `astral sweep` refuses it
         raise _sweep.refused("E307", "calibration prices the forecasts of `job`: give the job "
                              "too", path, "name the job to forecast: `job=\"...\"`")

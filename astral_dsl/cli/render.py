@@ -10,6 +10,7 @@ astral's bug)."""
 from __future__ import annotations
 
 import sys
+from typing import Optional
 
 from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, \
     checked, colour, print_diagnostics, unreadable, usage
@@ -128,7 +129,34 @@ def _suspects(path: str):
     if not isinstance(suspects, list):
         return (f"--highlight: `{path}` is not a diagnosis: write one with "
                 f"`astral diagnose FILE --observed ... -o {path}`")
+    for i, s in enumerate(suspects, start=1):
+        wrong = _wrong_field(s)
+        if wrong is not None:        # a file edited by hand: its fields as the pictures read them
+            return (f"--highlight: `{path}`: suspect {i}: {wrong} (schema/diagnosis.schema.json; "
+                    f"write the file with `astral diagnose FILE --observed ... -o {path}`)")
     return suspects
+
+
+# the fields of a suspect the pictures read (outputs/render/context.py Highlight, pod.py), as
+# schema/diagnosis.schema.json types them: a `parts` of numbers, or a `path` that was a list,
+# was E000 (`'int' object has no attribute 'startswith'`)
+_NAMES = ("parts", "tied", "given")
+
+
+def _wrong_field(s) -> Optional[str]:
+    """What is wrong with one suspect of a diagnosis for drawing it, or None."""
+    if not isinstance(s, dict):
+        return "not an object"
+    if not isinstance(s.get("path"), str):
+        return "`path` is not a part's name (a string)"
+    if not isinstance(s.get("kind", ""), str):
+        return "`kind` is not a string"
+    for key in _NAMES:
+        names = s.get(key)
+        if names is not None and not (isinstance(names, list)
+                                      and all(isinstance(n, str) for n in names)):
+            return f"`{key}` is not a list of part names (strings)"
+    return None
 
 
 def _drawn(hl) -> str:

@@ -24,7 +24,7 @@ def register(sub) -> None:
                    choices=["tokens_per_s", "iteration_time", "cost_per_token"],
                    help="what ranks first (default: tokens_per_s); cost_per_token needs prices")
     s.add_argument("--top", type=int, default=10, metavar="K",
-                   help="how many configurations to rank (default: 10)")
+                   help="how many configurations to rank, at most 1,000 (default: 10)")
     s.add_argument("--gpus", metavar="COUNTS",
                    help="GPU counts to split, e.g. 512,1024 or 256..1024:256 (default: the "
                         "job's `gpus`, else its placement's)")
@@ -49,14 +49,26 @@ def _counts(text: str):
     try:
         values = parse_spec("gpus", text).values
     except GridError as exc:
-        raise ValueError(str(exc).replace("--grid gpus=", "--gpus ")) from None
+        raise ValueError(str(exc).replace("--grid gpus=", "--gpus ")
+                         .replace("a sweep takes", "--gpus takes")) from None
     out = []
     for v in values:
+        if not v.isdigit() and _past_a_design(v):  # was "not a whole number of GPUs"
+            raise ValueError(f"--gpus {text}: more GPUs than a design holds (10^9)")
         if not v.isdigit() or int(v) < 1:
             raise ValueError(f"--gpus {text}: `{v}` is not a whole number of GPUs of at "
                              f"least 1")
         out.append(int(v))
     return out
+
+
+def _past_a_design(v: str) -> bool:
+    """A --gpus value the grid's reader wrote in exponent form, past the 10^9 GPUs a design
+    holds (E405): `99999999999999999999999` is read as 9.9999999999999999999999e22."""
+    try:
+        return 1e9 < float(v) < float("inf")
+    except ValueError:
+        return False
 
 
 def _life(text: str) -> float:

@@ -19,7 +19,7 @@ import logging
 import math
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from astral_dsl.pools import cores
+from astral_dsl.pools import cores, local_workers
 
 Task = Tuple[Callable, Tuple[Any, ...]]       # a module-level function and its arguments
 
@@ -49,7 +49,8 @@ class LocalEngine:
     for the 2 points of a sweep on a 64-core machine), up to `workers`."""
 
     def __init__(self, workers: Optional[int] = None):
-        self.workers = max(1, workers or cores())     # the cores this process may run on
+        # None: the cores this process may run on; else 1 to pools.MAX_LOCAL_WORKERS
+        self.workers = local_workers("workers", workers) or cores()
         self._pool = None
         self._size = 0
 

@@ -19,6 +19,7 @@ from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, points
 from astral_dsl.explore.point import (FORECAST, SUMMARY, PointOptions, are_rows,
                                       evaluate_points)
+from astral_dsl.pools import local_workers
 from astral_dsl.syntax import ast
 
 
@@ -81,7 +82,9 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         workers: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
         engine=None, calibration=None) -> SweepResult:
     """Every point of the grids (module docstring). `calibration`: Seer's constants for the
-    forecasts with `job` (a seer.calibration.Calibration; default: the shipped fit)."""
+    forecasts with `job` (a seer.calibration.Calibration; default: the shipped fit).
+    `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it, before any work)."""
+    local_workers("workers", workers)
     sets = dict(sets or {})
     try:
         grids = parse_grids(grid_specs, sets)

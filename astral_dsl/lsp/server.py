@@ -171,6 +171,7 @@ def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> None:
     from astral_dsl.stdio import detach_stdout
 
     logging.basicConfig(level=logging.WARNING)
+    transport.quiet_client_errors()          # a client's malformed message: one line, no traceback
     protocol = detach_stdout()     # nothing but the protocol ever reaches the client's stream
     # the compiler's modules are imported here, at start: what a thread imports lazily later
     # is never cut short (nothing is raised into threads), and the checks' heavy ones (cvxpy,

@@ -24,7 +24,7 @@ from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe import kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
-from astral_dsl.pools import cores
+from astral_dsl.pools import cores, local_workers
 
 _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
 
@@ -82,7 +82,9 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
     one of its job's world size. The files are read by `workers` processes (`astral diagnose
     --jobs`); by default one per core, from PARALLEL_FROM files on (fewer are read faster than
     processes start). The result is the same whatever the number, byte for byte: each file is
-    read alone, and the results are taken in file order."""
+    read alone, and the results are taken in file order. `workers` is None or 1 to 1,024
+    (pools.MAX_LOCAL_WORKERS): ValueError past it, as `astral diagnose --jobs` says it."""
+    local_workers("workers", workers)
     files, diags = files_of(paths)
     traces: List[RankTrace] = []
     seen: Dict[Tuple[int, object], RankTrace] = {}
@@ -229,6 +231,12 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
                          "copy the file again from the host that wrote it")]
     if len(data) > MAX_BYTES:
         return [], [_too_large(path)]
+    wide = _wide(data)
+    if wide is not None:
+        return [], [diag("E781", f"the file is {wide} text, not UTF-8", path,
+                         f"a trace or a rank log is read as UTF-8: convert it (`iconv -f "
+                         f"{wide[:6]} -t UTF-8`; in Windows PowerShell, `Out-File -Encoding "
+                         f"utf8`)")]
     bom = 3 if data[:3] == b"\xef\xbb\xbf" else 0
     if data[bom:bom + 64].lstrip()[:1] in (b"{", b"["):
         # a profiler trace: only the fields and the events the reader uses
@@ -238,8 +246,11 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
             return ([trace] if trace is not None else []), diags
     try:
         text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return [], [diag("E781", "the file is neither JSON nor CSV text (not UTF-8)", path)]
+    except UnicodeDecodeError as exc:
+        return [], [diag("E781", f"the file is neither JSON nor CSV text (not UTF-8: byte "
+                                 f"0x{data[exc.start]:02x} at offset {exc.start:,})", path,
+                         "a trace or a rank log is UTF-8 text: save it as UTF-8, or give the "
+                         "file the profiler or the job wrote")]
     del data                      # the text is what is parsed: the bytes are not held with it
     stripped = text.lstrip()
     if not stripped:
@@ -251,6 +262,23 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     return [], [diag("E782", "not a profiler trace or a rank log: expected a JSON trace, JSON "
                              "Lines or CSV with a `rank,iteration,phase,start_s,duration_s` "
                              "header", path)]
+
+
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
+def _wide(data: bytes) -> Optional[str]:
+    """"UTF-16" or "UTF-32" for text in one of them (Windows' PowerShell 5 writes UTF-16 by
+    default): by its byte-order mark, or without one by a zero byte at every other place of
+    its first 64 (ASCII text in UTF-16); else None."""
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            return name
+    head = data[:64]
+    if len(head) >= 8 and (not any(head[0::2]) or not any(head[1::2])):
+        return "UTF-16 (or UTF-32, without a byte-order mark)"
+    return None
 
 
 def _open_regular(path: str):
@@ -300,7 +328,7 @@ def _json(path: str, text: str, stripped: str):
 def _looks_like_log(stripped: str) -> bool:
     """JSON Lines of a rank log: the first of its first 8 lines that parses is an object with
     `rank` and `phase` (a bad first row is the log reader's to report)."""
-    for line in stripped.split("\n", 8)[:8]:
+    for line in ranklog.lines_of(stripped, 8)[:8]:
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):

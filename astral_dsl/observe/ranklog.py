@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import Counter
 from typing import Dict, List, Tuple
 
@@ -67,13 +68,26 @@ def timers_of(names) -> str:
                              for n in set(names)) else "compute"
 
 
+# the line ends of a rank log: \n, \r\n and a lone \r (a classic Mac or a converted file's),
+# never str.splitlines' others (U+2028, U+0085, \x1c-\x1e ...), which a JSON string may hold
+# raw: a line cut there was two unreadable rows (E784) instead of one row
+LINE_END = re.compile(r"\r\n?|\n")
+
+
+def lines_of(text: str, most: int = 0) -> List[str]:
+    """The lines of a rank log's text (the first `most` + 1 at most, when given)."""
+    return LINE_END.split(text, most)
+
+
 def looks_like_csv(text: str) -> bool:
-    first = text.lstrip("\ufeff").split("\n", 1)[0].lower()
+    first = lines_of(text.lstrip("\ufeff"), 1)[0].lower()
     return all(c in [x.strip() for x in first.split(",")] for c in ("rank", "phase"))
 
 
 def read_csv(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
-    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    # newline="": csv reads a lone \r as a line end too (without it, a file of \r line ends
+    # was one line, and csv's "new-line character seen in unquoted field" an E000)
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"), newline="")))
     header = [h.strip().lower() for h in (rows[0] if rows else [])]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
@@ -94,7 +108,7 @@ def read_csv(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
 
 
 def read_jsonl(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = [(n, line) for n, line in enumerate(lines_of(text), start=1) if line.strip()]
     try:
         objs = json.loads("[" + ",".join(line for _, line in lines) + "]")
     except (ValueError, RecursionError):    # a bad line; one nested past the parser's depth
@@ -337,4 +351,5 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
     return rank, (it, phase, start, dur, peer_i, op, -1)
 
 
-__all__ = ["ALIASES", "REQUIRED", "WALL_TIMERS", "timers_of", "looks_like_csv", "read_csv", "read_jsonl"]
+__all__ = ["ALIASES", "LINE_END", "REQUIRED", "WALL_TIMERS", "timers_of", "lines_of", "looks_like_csv",
+           "read_csv", "read_jsonl"]

@@ -79,7 +79,7 @@ def disagreements(runs: Sequence, names: List[str], text: str, file: str) -> Lis
     """W778 for each row (not rejected) whose two figures disagree, over its two cells."""
     if TOKENS not in names or STEP not in names:
         return []
-    from astral_dsl.runs.table import cell_columns
+    from astral_dsl.runs.csvtext import cell_columns
 
     lines = re.split(r"\r\n|\r|\n", text)
     out = []

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import errno
-import io
 import math
 import re
 from collections import Counter
@@ -24,6 +23,8 @@ import attrs
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.runs.agree import DISAGREE, disagreements, rates_disagree
+from astral_dsl.runs.csvtext import (Lines, RecordTooLong, at, cell_columns, err, too_long,
+                                     unclosed)
 
 COLUMNS: Tuple[str, ...] = (
     "id", "source_url", "source_version", "system", "gpu", "precision", "model", "params_b",
@@ -146,29 +147,6 @@ def _cell(name: str, raw: str) -> Tuple[Optional[float], Optional[str]]:
     return value, None
 
 
-def _err(code: str, message: str, file: str, line: int, column: int = 1, end: int = 2,
-         hint: Optional[str] = None) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, message, Span.at(file, line, column, line, end), hint)
-
-
-def _unclosed(text: str, file: str, start: int, end: int) -> Diagnostic:
-    """E766 for a row whose record runs from line `start` to `end`: a quote opened on its
-    first line and not closed there took the lines after it into one cell (Python's csv reads
-    such a cell to the next quote, however far)."""
-    lines = text.splitlines()
-    first = lines[start - 1] if start <= len(lines) else ""
-    opened, column = False, 1
-    for k, ch in enumerate(first):
-        if ch == '"':
-            opened = not opened
-            if opened:
-                column = k + 1
-    return _err("E766", f"a quote opened on line {start} is not closed on it: lines {start}-{end}"
-                f" were read as one row", file, start, column, column + 1,
-                "a runs table keeps each row on its line: close the quote (a quote inside a "
-                "quoted cell is doubled: \"\") or remove it")
-
-
 # unknown columns said one by one, the rest in one diagnostic: a header of 5,000,000 made as
 # many diagnostics (over 120 s and growing memory for a 10 MB table, under the 64 MiB cap)
 UNKNOWN_SHOWN = 8
@@ -177,23 +155,28 @@ _COLUMNS_HINT = "a runs table has the columns of docs/runs.md: " + ", ".join(COL
 
 def parse_table(text: str, file: str) -> RunsTable:
     """The runs of a table's text (read_table reads the file)."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+    lines = Lines(text)
+    reader = csv.reader(lines)
     try:
         header = next(reader)
+    except RecordTooLong:
+        return RunsTable(file, (), (too_long(lines, file, 1, "header", len(COLUMNS)),))
     except StopIteration:
-        return RunsTable(file, (), (_err("E766", "the runs table is empty: it has no header",
+        return RunsTable(file, (), (err("E766", "the runs table is empty: it has no header",
                                          file, 1, hint="the first line names the columns: "
                                          + ",".join(COLUMNS)),))
     except csv.Error as exc:
-        return RunsTable(file, (), (_err("E766", f"the runs table is not CSV: {exc}", file, 1,
+        return RunsTable(file, (), (err("E766", f"the runs table is not CSV: {exc}", file, 1,
                                          hint="the first line names the columns: "
                                               + ",".join(COLUMNS)),))
+    if lines.taken > 1 and any("\n" in c or "\r" in c for c in header):    # as a row's
+        return RunsTable(file, (), (unclosed(lines.first, file, 1, reader.line_num),))
     names = [h.strip().lower() for h in header]
     sep = next((s for s in SEPARATORS if len(header) == 1 and s in header[0]
                 and header[0].split(s)[0].strip().lower() in COLUMNS), None)
     if sep is not None:        # a spreadsheet's export where the decimal mark is a comma
         at = len(header[0].split(sep)[0]) + 1
-        return RunsTable(file, (), (_err(
+        return RunsTable(file, (), (err(
             "E766", f"the runs table's cells are separated by {SEPARATORS[sep]}, not commas",
             file, 1, at, at + 1, "save it as CSV with commas between cells (and a decimal "
             "point in numbers: a spreadsheet's `CSV UTF-8`)"),))
@@ -203,24 +186,24 @@ def parse_table(text: str, file: str) -> RunsTable:
         if h not in COLUMNS:
             unknown += 1
             if unknown <= UNKNOWN_SHOWN:
-                diags.append(_err("E766", f"unknown column `{raw.strip()[:60]}` in the runs "
+                diags.append(err("E766", f"unknown column `{raw.strip()[:60]}` in the runs "
                                   "table", file, 1, col, col + max(1, len(raw)), _COLUMNS_HINT))
             elif unknown == UNKNOWN_SHOWN + 1:
                 first_more = col
         col += len(raw) + 1
     if unknown > UNKNOWN_SHOWN:
-        diags.append(_err("E766", f"{unknown - UNKNOWN_SHOWN:,} more unknown columns in the runs "
+        diags.append(err("E766", f"{unknown - UNKNOWN_SHOWN:,} more unknown columns in the runs "
                           "table, from here on", file, 1, first_more, first_more + 1,
                           _COLUMNS_HINT))
     missing = [c for c in COLUMNS if c not in names]
     if missing:
-        diags.append(_err("E766", "the runs table lacks the column(s) " + ", ".join(missing),
+        diags.append(err("E766", "the runs table lacks the column(s) " + ", ".join(missing),
                           file, 1, 1, max(2, len(",".join(header)) + 1),
                           "add them (a cell may be empty): docs/runs.md defines every column"))
     # counted once (names.count per name was quadratic: a header of 50,000 columns, 34 s)
     dup = sorted(n for n, k in Counter(names).items() if k > 1 and n in COLUMNS)
     if dup:
-        diags.append(_err("E766", "the runs table names the column(s) " + ", ".join(dup)
+        diags.append(err("E766", "the runs table names the column(s) " + ", ".join(dup)
                           + " twice", file, 1, 1, max(2, len(",".join(header)) + 1),
                           "keep one column of each name"))
     if diags:
@@ -228,24 +211,28 @@ def parse_table(text: str, file: str) -> RunsTable:
     runs: List[Run] = []
     seen: Dict[str, int] = {}
     end = reader.line_num
+    lines.next_record()
     try:
         for cells in reader:
             start, end = end + 1, reader.line_num
             line = end
             if end > start and any("\n" in c or "\r" in c for c in cells):
-                diags.append(_unclosed(text, file, start, end))
+                diags.append(unclosed(lines.first, file, start, end))
                 break
+            lines.next_record()
             if not any(c.strip() for c in cells):
                 continue
             if len(runs) >= MAX_ROWS:
-                diags.append(_err("E766", f"the runs table has more than {MAX_ROWS:,} rows",
+                diags.append(err("E766", f"the runs table has more than {MAX_ROWS:,} rows",
                                   file, line, hint="a runs table is a few hundred rows: split "
                                                    "it"))
                 break
             runs.append(_row(names, cells, line, seen))
+    except RecordTooLong:
+        diags.append(too_long(lines, file, end + 1, "row", len(COLUMNS)))
     except csv.Error as exc:
         long = "field larger than field limit" in str(exc)
-        diags.append(_err("E766", f"the runs table is not CSV: {exc}", file, reader.line_num,
+        diags.append(err("E766", f"the runs table is not CSV: {exc}", file, reader.line_num,
                           hint=f"a cell holds at most {csv.field_size_limit():,} characters: "
                                "shorten it (notes belong in a few sentences)" if long else
                                "quote a cell that holds commas or quotes (\"a, b\"), doubling "
@@ -280,19 +267,6 @@ def _hint(field: str, why: str = "") -> str:
             "groups of three digits), or empty / `n/a` when not published (docs/runs.md)")
 
 
-def cell_columns(line: str) -> List[Tuple[int, int]]:
-    """The 1-based [start, end) columns of each CSV cell of one line, quotes included."""
-    out, start, quoted = [], 0, False
-    for k, ch in enumerate(line):
-        if ch == '"':
-            quoted = not quoted
-        elif ch == "," and not quoted:
-            out.append((start + 1, k + 1))
-            start = k + 1
-    out.append((start + 1, len(line) + 1))
-    return out
-
-
 def _rejections(runs: List[Run], names: List[str], text: str, file: str) -> List[Diagnostic]:
     """E777 for each problem of each rejected row, at its cell (the whole line where the line's
     cells do not line up with the header's `names`: `row`, a quote inside a cell)."""
@@ -307,7 +281,7 @@ def _rejections(runs: List[Run], names: List[str], text: str, file: str) -> List
             k = names.index(field) if field in names else -1
             col, end = (cells[k] if 0 <= k < len(cells) and len(cells) == len(names)
                         else (1, len(line) + 1))
-            out.append(_err("E777", f"row `{r.id}` is rejected: {field}: {why}", file, r.line,
+            out.append(err("E777", f"row `{r.id}` is rejected: {field}: {why}", file, r.line,
                             col, max(end, col + 1), _hint(field, why)))
     return out
 
@@ -353,14 +327,6 @@ def _generated_ids(runs: List[Run]) -> List[Run]:
     return out
 
 
-def _at(data: bytes, offset: int) -> Tuple[int, int]:
-    """(line, column) of a byte offset, 1-based; the column counts the line's bytes up to it
-    (the line is not valid text there)."""
-    line = data.count(b"\n", 0, offset) + 1
-    start = data.rfind(b"\n", 0, offset) + 1
-    return line, offset - start + 1
-
-
 def read_table(path) -> RunsTable:
     """The runs table in `path` (E766 when it cannot be read or is not one)."""
     name = str(path)
@@ -369,7 +335,7 @@ def read_table(path) -> RunsTable:
     def fail(message: str, hint: str, offset: Optional[int] = None) -> RunsTable:
         span = None
         if offset is not None:
-            line, col = _at(data, offset)
+            line, col = at(data, offset)
             span = Span.at(name, line, col, line, col + 1)
         return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR, message, span, hint,
                                                file=name),))

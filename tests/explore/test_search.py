@@ -353,10 +353,18 @@ def test_cli_default_job_is_the_first(small, capsys):
 
 @pytest.mark.parametrize("extra, message", [
     (["--top", "0"], "--top must be at least 1"),
+    # past MAX_TOP (was accepted: --top 10^9 forecast every admitted configuration)
+    (["--top", "1001"], "--top 1,001: a search ranks at most 1,000 configurations"),
+    (["--top", "1000000000"], "--top 1,000,000,000: a search ranks at most 1,000"),
     (["--gpus", "64"], "--gpus 64: the placement `Lab` holds 32 GPUs"),
     (["--gpus", "1.5"], "`1.5` is not a whole number of GPUs"),
     (["--gpus", "0"], "`0` is not a whole number of GPUs of at least 1"),    # 0 is whole
     (["--gpus", "8..4"], "the range is empty"),
+    # read as 9.9999999999999999999999e22: it was "not a whole number of GPUs"
+    (["--gpus", "99999999999999999999999"], "--gpus 99999999999999999999999: more GPUs than a "
+                                            "design holds (10^9)"),
+    (["--gpus", "1..1000000000000"], "1,000,000,000,000 values, more than --gpus takes "
+                                     "(100,000)"),      # it said "than a sweep takes"
     (["--life", "4"], "--life 4: write a quantity"),
     (["--life", "-1 yr"], "a write-off period is positive"),
     # a number in its unit but not in seconds: was E000 (OverflowError), exit 3

@@ -256,8 +256,8 @@ BAND_BOUNDS = (-1.0, 10.0)
 
 def _check_bands(bands) -> Dict[str, dict]:
     """The `bands` of a fit document, each {low, high, rows} with BAND_BOUNDS[0] < low <= high
-    <= BAND_BOUNDS[1] (finite) and a whole number rows >= 0 (a shipped band may lie wholly above
-    or below 0: B200/BF16's is +17/+65 %); ValueError naming the key otherwise."""
+    <= BAND_BOUNDS[1] (finite) and a whole number 0 <= rows <= 2^53 (a shipped band may lie
+    wholly above or below 0: B200/BF16's is +17/+65 %); ValueError naming the key otherwise."""
     if not isinstance(bands, dict):
         raise ValueError("`bands` is not an object")
     lo, hi = BAND_BOUNDS
@@ -279,8 +279,10 @@ def _check_bands(bands) -> Dict[str, dict]:
         if not (lo < low <= high <= hi):          # also NaN and infinities
             raise ValueError(f"{where}: low = {low}, high = {high} is not a band with "
                              f"{lo:g} < low <= high <= {hi:g}")
-        if rows != int(rows) or rows < 0:
-            raise ValueError(f"{where}: rows = {rows} is not a whole number >= 0")
+        # (0 <= rows <= 2^53 first: int() of an infinity raised OverflowError, E000)
+        if not 0 <= rows <= 2 ** 53 or rows != int(rows):
+            raise ValueError(f"{where}: rows = {rows} is not a whole number from 0 to 2^53 "
+                             f"(a count of runs)")
     return dict(bands)
 
 

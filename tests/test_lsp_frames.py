@@ -1,0 +1,130 @@
+"""The language server's framing against a client that breaks it: a message whose
+Content-Length is short, not a number, missing, or spelt in lower case left its body with no
+line end, so it ran into the next header line, which pygls then did not take for one; every
+message after it was lost the same way, and the server answered nothing more (an editor saw it
+hang). transport.BoundedInput finds the header at the end of such a line: one bad message costs
+itself only."""
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+
+from astral_dsl.lsp.transport import BoundedInput
+from test_lsp_hardening import WAIT, Client
+
+
+def _frame(obj, header: bytes = b"Content-Length: %d\r\n") -> bytes:
+    body = json.dumps(obj).encode()
+    return header.replace(b"%d", b"%d" % len(body)) + b"\r\n" + body
+
+
+BROKEN = {
+    "short": b"Content-Length: 5\r\n\r\n" + json.dumps({"jsonrpc": "2.0", "method": "x"}).encode(),
+    "negative": b"Content-Length: -1\r\n\r\n{}",
+    "not a number": b"Content-Length: ten\r\n\r\n{}",
+    "missing": b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}",
+    "lower case": _frame({"jsonrpc": "2.0", "method": "x"}, b"content-length: %d\r\n"),
+    "no carriage return": _frame({"jsonrpc": "2.0", "method": "x"}, b"Content-length:%d\n"),
+}
+
+
+# pygls 2.1's io_.CONTENT_LENGTH_PATTERN: the only header line it takes
+PYGLS_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
+
+
+def _headers(data: bytes):
+    """The header lines pygls gets, reading as its loop does: lines up to a blank one once it
+    has a length, then that many bytes of body."""
+    src, seen, length = BoundedInput(io.BytesIO(data)), [], 0
+    while True:
+        line = src.readline()
+        if not line:
+            return seen
+        match = PYGLS_LENGTH.fullmatch(line)
+        if not length and match:
+            length = int(match.group(1))
+            seen.append(line)
+        elif length and not line.strip():
+            src.read(length)
+            length = 0
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_the_message_after_a_broken_one_is_framed_as_sent(name):
+    after = _frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    seen = _headers(BROKEN[name] + after + after)
+    # the two messages after it (their bodies 49 bytes each) are read whole
+    assert seen[-2:] == [b"Content-Length: 49\r\n"] * 2
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_the_server_answers_after_a_broken_message(tmp_path, name):
+    client = Client(tmp_path)
+    try:
+        assert "result" in client.request("initialize", {"processId": None,
+                                                         "rootUri": tmp_path.as_uri(),
+                                                         "capabilities": {}})
+        client.proc.stdin.write(BROKEN[name])
+        client.proc.stdin.flush()
+        # was never answered (the test waited WAIT seconds and failed)
+        assert client.request("shutdown", None, timeout=WAIT)["result"] is None
+    finally:
+        client.close()
+
+
+MALFORMED = [b"{not json", b"[]", b"null", b'{"jsonrpc":"2.0","method":"x","params":"\xff"}',
+             b"[" * 100_000 + b"]" * 100_000,
+             json.dumps({"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover",
+                         "params": "x"}).encode(),
+             json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+                 "textDocument": {"uri": "file:///x.astral", "languageId": "astral",
+                                  "version": "a", "text": 5}}}).encode()]
+
+
+def test_a_malformed_message_is_logged_in_one_line_without_a_traceback(tmp_path):
+    """pygls logged each with a Python traceback (a JSON decoder's, cattrs' exception group
+    boxes) into the editor's log; the server answers on as before."""
+    import subprocess
+    import sys
+
+    def frame(body: bytes) -> bytes:
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}}
+    data = frame(json.dumps(init).encode()) + b"".join(frame(m) for m in MALFORMED) + \
+        frame(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "shutdown"}).encode()) + \
+        frame(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode())
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "lsp"], input=data,
+                          capture_output=True, cwd=tmp_path, timeout=WAIT)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert b'"id": 9' in proc.stdout                     # shutdown answered
+    assert "Traceback" not in err and "+----" not in err, err
+    lines = err.splitlines()
+    assert "ERROR:pygls.server:Unable to handle message: JSONDecodeError: Expecting property " \
+           "name enclosed in double quotes: line 1 column 2 (char 1)" in lines, err
+    assert "ERROR:pygls.protocol.json_rpc:Unable to deserialize message: ClassValidationError: " \
+           "While structuring DidOpenTextDocumentNotification (1 sub-exception) (ValueError: " \
+           "invalid literal for int() with base 10: 'a'; Structuring class TextDocumentItem @ " \
+           "attribute version)" in lines, err
+
+
+def test_another_record_of_pygls_keeps_its_traceback():
+    """Only the two log points of a client's malformed message are made one line: a handler's
+    failure (`Failed to handle request`) is the server's own and keeps its traceback."""
+    import logging
+
+    from astral_dsl.lsp.transport import OneLine
+
+    def record(name, msg, exc):
+        return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, (),
+                                 (type(exc), exc, None))
+
+    kept = record("pygls.protocol.json_rpc", "Failed to handle request %s", KeyError("k"))
+    assert OneLine().filter(kept) and kept.exc_info[1].args == ("k",)
+    made = record("pygls.server", "Unable to handle message", ValueError("bad"))
+    assert OneLine().filter(made) and made.exc_info is None
+    assert made.getMessage() == "Unable to handle message: ValueError: bad"
