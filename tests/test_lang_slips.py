@@ -79,6 +79,18 @@ def test_a_quoted_number_given_to_set_is_shown_quoted_with_a_hint(tmp_path):
     assert d.message.endswith("got `45 GB`") and "dimension" in d.hint
 
 
+def test_a_huge_value_given_to_set_is_not_echoed_back_whole(tmp_path):
+    # a 120 KB value was repeated whole in the message (and the hint)
+    huge = "a" * 120_000
+    for given in (huge, f'"{huge}"', "1 + " + "1 + " * 30_000 + "1"):
+        d = only(build("param n = 4\nparam s = \"x\"\nsite S {}\n", tmp_path,
+                       overrides={"n": given}), "E310")
+        assert len(d.message) < 200 and "..." in d.message, d.message[:300]
+    d = only(build("param s = \"x\"\nsite S {}\n", tmp_path, overrides={"s": "b" * 120_000}),
+             "E310")
+    assert len(d.message) < 200 and len(d.hint) < 400
+
+
 # ---- numbers ----------------------------------------------------------------------------------------
 def test_a_separator_in_a_fraction_is_e106_at_the_number(tmp_path):
     # was E103 "unexpected `b`" at 2:5: the number stopped at `0.000`, `_001` read as a name
@@ -372,3 +384,13 @@ def test_the_declarations_holding_checks_are_found_once_per_set_of_trees(tmp_pat
     ws.loader.check_owners = ((other.entry.tree,), {})
     assert sorted(c.owner for c in ws.compile().checks) == ["", "R"]
     assert ws.loader.check_owners[0] == (ws.entry.tree,)
+
+
+def test_a_flat_sum_of_many_terms_says_each_operator_nests_and_how_to_write_it(tmp_path):
+    # 300 terms chained by `+` nest 299 levels (each operator one): the message said "nest more
+    # than 200 levels deep" of what reads as a flat line; it says why and gives `sum([...])`
+    d = only(build("let x = " + " + ".join(["1"] * 300) + "\n", tmp_path), "E402")
+    assert "each operator of a chain such as `a + b + c` nests one level" in d.message
+    assert "sum([a, b, c, ...])" in d.hint
+    listed = build("let x = sum([" + ", ".join(["1"] * 300) + "])\ncheck x == 300\n", tmp_path)
+    assert not [e for e in listed.diagnostics if e.is_error]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
+from astral_dsl.diagnostics import (Diagnostic, DiagnosticError, Severity, Span, did_you_mean,
+                                    excerpt)
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
@@ -148,7 +149,7 @@ class Instantiator:
                     from astral_dsl.model.values import show, type_name
 
                     fail("E310", f"--set {node.name.name}: expected a {type_name(default)} like "
-                                 f"the default {show(default)}, got {show(value)}", span,
+                                 f"the default {show(default)}, got {excerpt(show(value), 60)}", span,
                          ("give `true` or `false`" if isinstance(default, bool) else
                           "give a string in double quotes (quoted for the shell)") +
                          f", e.g. `--set {node.name.name}={show(default)}`")
@@ -369,4 +370,5 @@ def _shown(value) -> str:
     """A value given with --set as a message shows it: a string in its quotes, else in backticks."""
     from astral_dsl.model.values import show
 
-    return show(value) if isinstance(value, str) else f"`{show(value)}`"
+    said = excerpt(show(value), 60)         # a 120 KB value is not echoed back whole
+    return said if isinstance(value, str) else f"`{said}`"

@@ -41,8 +41,9 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
             hint = d.hint
             if isinstance(symbol.node.default, ast.String) and isinstance(text, str) and \
                     not text.strip().startswith('"'):
-                hint = (f"`{name}` is text: quote its value, --set '{name}=\"{text.strip()}\"' "
-                        f"(from Python, with_params({name}='\"{text.strip()}\"'))")
+                said = excerpt(text.strip(), 60)
+                hint = (f"`{name}` is text: quote its value, --set '{name}=\"{said}\"' "
+                        f"(from Python, with_params({name}='\"{said}\"'))")
             # the parameter's declaration: the value given replaces its default
             diagnostics.append(Diagnostic("E310", Severity.ERROR, f"{where}: {d.message}",
                                           d.span or symbol.node.default.span, hint,
@@ -81,7 +82,8 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
     if isinstance(given, Quantity):
         if not math.isfinite(given.si):
             raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
-                                             f"{given} is not a finite quantity", None))
+                                             f"{excerpt(str(given), 60)} is not a finite "
+                                             f"quantity", None))
         return given
     raise DiagnosticError(Diagnostic(
         "E310", Severity.ERROR, f"a {type(given).__name__} is not a value", None,
@@ -95,7 +97,7 @@ def _literal(text: str, symbol: ParamSymbol, where: str):
         if exc.diagnostic.code == "E106":       # a number out of range, a `_` out of place:
             raise                               # the reason a file's literal gets (E310)
         raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
-                                         f"`{text}` is not a value", None,
+                                         f"`{excerpt(text, 60)}` is not a value", None,
                                          "write a number, a quantity such as `50 kW`, "
                                          "true/false or a \"string\""))
     negative = False
@@ -103,7 +105,8 @@ def _literal(text: str, symbol: ParamSymbol, where: str):
         negative, expr = True, expr.operand
     if not isinstance(expr, _LITERALS):
         raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
-                                         f"`{text}` is not a literal value", None,
+                                         f"`{excerpt(text, 60)}` is not a literal value",
+                                         None,
                                          "only literals can be set from outside"))
     if isinstance(expr, ast.String):
         return expr.value

@@ -132,8 +132,10 @@ def _bound_nesting(name: str, tree) -> None:
                 if not meta.empty else Span.at(name, 1, 1)
             raise DiagnosticError(Diagnostic(
                 "E402", Severity.ERROR,
-                f"expressions nest more than {MAX_NESTING} levels deep here",
-                span, "split the expression with `let` names"))
+                f"expressions nest more than {MAX_NESTING} levels deep here (each operator of "
+                f"a chain such as `a + b + c` nests one level)",
+                span, "split the expression with `let` names; a long sum of terms "
+                      "is `sum([a, b, c, ...])`, a list's items do not nest"))
         for child in node.children:
             if isinstance(child, Tree):
                 stack.append((child, depth + 1))
