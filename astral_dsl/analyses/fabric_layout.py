@@ -11,9 +11,10 @@ from typing import List, Optional, Sequence, Tuple
 from astral_dsl.analyses.failed_links import Bad
 from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wiring
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany
-from astral_dsl.analyses.network import _LEVEL, _SCOPE_KINDS, _hosts
+from astral_dsl.analyses.network import _LEVEL, _hosts
 from astral_dsl.analyses.network_records import FabricCount, TierCount
 from astral_dsl.model.design import Instance
+from astral_dsl.model.tier_groups import example_group, scope_kinds
 from astral_dsl.model.values import FabricSelection, plane_label
 
 
@@ -131,8 +132,8 @@ class FabricLayout:
         if self.kinds(t) is not None and sel.scope is None:
             missing.insert(0, t.scope)
         if missing:
-            key = example_group(self.fc.fabric, t.name, t.scope, self.owner.kind, t.per,
-                                sel.scope, sel.rail, sel.plane)
+            key = TierKey(self.fc.fabric, t.name, *example_group(
+                t.scope, self.owner.kind, t.per, sel.scope, sel.rail, sel.plane))
             raise Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
                               f"name its {', '.join(missing)} too",
                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast FILE --ranks "
@@ -168,26 +169,4 @@ class FabricLayout:
 
 
 
-def scope_kinds(scope: str, owner_kind: str) -> Optional[Tuple[str, ...]]:
-    """The kinds of instance a tier's groups are, for its `scope` in a fabric of an `owner_kind`
-    (None: the tier's group is the owner)."""
-    return None if scope == owner_kind else _SCOPE_KINDS.get(scope, (scope,))
-
-
-def example_group(fabric: str, tier: str, scope: str, owner_kind: str, per: Sequence[str],
-                  chosen: Optional[Tuple[str, int]] = None, rail: Optional[int] = None,
-                  plane: Optional[int] = None) -> TierKey:
-    """The group of tier `tier` (its `scope` and `per` as declared, in the fabric at path
-    `fabric` of an `owner_kind`) that a hint names: what a selection names kept (`chosen`
-    scope instance, `rail`, `plane`), the rest the first of its kind; the scope as the tier
-    declares it (a `block` tier's groups are `block[i]`, as the rank map names them; `row[i]`
-    is accepted for them too). E219's hint, and E209's for a tier asked of a block
-    (semantics/fail_hints.py)."""
-    kinds = scope_kinds(scope, owner_kind)
-    kind = (scope if scope in kinds else kinds[0]) if kinds else None
-    chosen = chosen if chosen is not None else (kind, 0) if kind else None
-    return TierKey(fabric, tier, chosen, (rail or 0) if "rail" in per else None,
-                   (plane or 0) if "plane" in per else None)
-
-
-__all__ = ["FabricLayout", "example_group", "scope_kinds"]
+__all__ = ["FabricLayout"]

@@ -4,7 +4,7 @@
 - a fabric's switch tier asked of a part of the hierarchy, `fail S.pods[0].sus[0].leaf` (E209
   "block `SU` has no member `leaf`"): a tier's switches are named under the fabric, by its
   scope instance, rail and plane (`S.fabric.block[0].rail[0].leaf`, the path form of the rank
-  map and of E219's hint: analyses/fabric_layout.py example_group);
+  map and of E219's hint: model/tier_groups.py example_group);
 - a loop's CDU by index, `fail S.pods[0].secondary.cdus[0]` (E303 "cannot index a number"):
   `cdus` is the loop's count of CDUs, and failing the loop fails one of them
   (analyses/scenarios.py: each `fail` of a loop adds one failed CDU, which loops.py takes off
@@ -16,7 +16,8 @@ from typing import List, Optional
 import attrs
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError
-from astral_dsl.model.values import Group, ListValue, Symbol
+from astral_dsl.model.tier_groups import example_group
+from astral_dsl.model.values import Group, ListValue, Symbol, fabric_path
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.isolate import route_of
 from astral_dsl.syntax import ast
@@ -57,8 +58,6 @@ def _route(it, node, env) -> Optional[str]:
 
 
 def _tier_hint(it, expr, env, d: Diagnostic) -> Optional[str]:
-    from astral_dsl.analyses.fabric_layout import example_group
-
     chain = _chain(expr)
     at = next((i for i, n in enumerate(chain) if isinstance(n, ast.Attr)
                and n.name.span == d.span), None)
@@ -84,11 +83,12 @@ def _tier_hint(it, expr, env, d: Diagnostic) -> Optional[str]:
             per = tuple(p.name for p in per.items if isinstance(p, Symbol)) \
                 if isinstance(per, ListValue) else ()
             scope = scope.name if isinstance(scope, Symbol) else owner.kind
-            key = example_group(f"{path}.{member}", name, scope, owner.kind, per)
-            counted = (f"; {key.scope[0]}s are counted across `{path}`"
-                       if key.scope is not None else "")
+            group = example_group(scope, owner.kind, per)
+            counted = (f"; {group[0][0]}s are counted across `{path}`"
+                       if group[0] is not None else "")
             return (f"`{name}` is a switch tier of the fabric `{path}.{member}`: its switches "
-                    f"are named under the fabric, by the tier's group, e.g. `{key.name}`"
+                    f"are named under the fabric, by the tier's group, e.g. "
+                    f"`{fabric_path(f'{path}.{member}', *group, name)}`"
                     f"{counted} (`astral forecast FILE --ranks ranks.json` writes the stable "
                     f"names)")
     return None
