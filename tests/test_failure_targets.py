@@ -142,6 +142,47 @@ def test_the_hint_of_a_switch_without_its_group_names_the_tiers_scope_and_the_ra
     assert error.hint.startswith("e.g. `S.fabric.block[0].rail[3].leaf[0]` ")
 
 
+def _errors(text):
+    design = astral_dsl.loads(text, name="t.astral", root=REPO)
+    return [d for d in design.diagnostics if d.is_error]
+
+
+def test_a_tier_asked_of_a_block_is_named_under_the_fabric():
+    """`fail S.sus[1].leaf` was E209 "block `B` has no member `leaf`" with no hint: the leaf
+    switches are the fabric's, named by the tier's group (fabric_layout.example_group, as
+    E219's hint names them: the scope as the tier declares it, rail 0 for a tier split by rail)."""
+    (error,) = _errors(BLOCKS.replace("fail S.fabric.rail[3].leaf[0]", "fail S.sus[1].leaf"))
+    assert (error.code, error.message) == ("E209", "block `B` has no member `leaf`")
+    assert error.hint == ("`leaf` is a switch tier of the fabric `S.fabric`: its switches are "
+                          "named under the fabric, by the tier's group, e.g. "
+                          "`S.fabric.block[0].rail[0].leaf`; blocks are counted across `S` "
+                          "(`astral forecast FILE --ranks ranks.json` writes the stable names)")
+    # the form the hint gives is a target the scenario takes
+    assert _errors(BLOCKS.replace("fail S.fabric.rail[3].leaf[0]",
+                                  "fail S.fabric.block[0].rail[0].leaf")) == []
+    # a tier of the site (scope = site: the fabric's owner) has no group to name but its rail
+    (error,) = _errors(BLOCKS.replace("fail S.fabric.rail[3].leaf[0]", "fail S.sus[0].spine"))
+    assert "e.g. `S.fabric.spine`;" not in error.hint
+    assert error.hint.startswith("`spine` is a switch tier of the fabric `S.fabric`: its "
+                                 "switches are named under the fabric, by the tier's group, "
+                                 "e.g. `S.fabric.spine` (")
+    # a member that names no tier keeps its own hint (none here, or the closest name)
+    (error,) = _errors(BLOCKS.replace("fail S.fabric.rail[3].leaf[0]", "fail S.sus[0].lef"))
+    assert error.code == "E209" and "switch tier" not in (error.hint or "")
+
+
+def test_a_pod_fabrics_tier_is_named_under_the_pods_fabric():
+    """A fabric of each pod: the tier's scope is the pod, its owner, so the group is named by
+    rail and plane alone, under the pod's fabric as the target wrote the pod."""
+    text = DESIGN.replace("pod P { racks = 16 x R }", "pod P { racks = 16 x R\n"
+                          "  fabric pf { rails = 8, planes = 2\n"
+                          "    tier ptor { switch = Switch51T, scope = pod, per = [rail, plane],"
+                          " down = 32 x 200 Gb/s } } }")
+    (error,) = _errors(text + "scenario bad { fail S.pods[1].racks[0].ptor }\n")
+    assert error.code == "E209"
+    assert "e.g. `S.pods[1].pf.rail[0].plane[A].ptor` (" in error.hint
+
+
 def test_rejected_parts_beside_a_good_one_fail_nothing():
     """Rejected targets (E214: pod 5 of 2; E219: a port not wired to that ToR, a share of the
     first tier) were still "X failed" in the notes and "out of service" in the report's matrix.

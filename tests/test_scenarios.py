@@ -214,6 +214,27 @@ def test_cdu_failure_and_hotter_supply():
     assert loop.supply_c == pytest.approx(45)
 
 
+def test_a_cdu_by_index_is_a_failed_loop():
+    """`cdus` is a count: `fail S.rows[0].l.cdus[0]` was E303 "cannot index a number" with the
+    hint of any index; failing the loop fails one of its CDUs (analyses/scenarios.py), as the
+    hint now says."""
+    design = astral_dsl.loads(COOLING + "scenario bad { fail S.rows[0].l.cdus[0] }\n",
+                              name="t.astral")
+    (error,) = [d for d in design.diagnostics if d.is_error]
+    assert (error.code, error.message) == ("E303", "cannot index a number")
+    assert error.hint == ("`cdus` is the loop's count of CDUs, not its parts: "
+                          "`fail S.rows[0].l` fails one of its CDUs (each `fail` of the loop "
+                          "one more), and the others must hold its heat (E640)")
+    # each `fail` of the loop fails one more: two leave 2 of 4 x 100 kW for 224.5 kW, E640
+    _, out = outcomes(COOLING + "scenario two { fail S.rows[0].l\n fail S.rows[0].l }\n")
+    assert [d.code for d in out["two"].broken] == ["E640"]
+    # another number indexed keeps the hint of any index
+    design = astral_dsl.loads(COOLING + "scenario bad { fail S.rows[0].l.rise[0] }\n",
+                              name="t.astral")
+    (error,) = [d for d in design.diagnostics if d.is_error]
+    assert error.code == "E303" and "CDU" not in error.hint
+
+
 DERIVED = """\
 host H { power = 10 kW }
 rack R {

@@ -11,9 +11,10 @@ from typing import List, Optional, Sequence, Tuple
 from astral_dsl.analyses.failed_links import Bad
 from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wiring
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany
-from astral_dsl.analyses.network import _LEVEL, _SCOPE_KINDS, _hosts
+from astral_dsl.analyses.network import _LEVEL, _hosts
 from astral_dsl.analyses.network_records import FabricCount, TierCount
 from astral_dsl.model.design import Instance
+from astral_dsl.model.tier_groups import example_group, scope_kinds
 from astral_dsl.model.values import FabricSelection, plane_label
 
 
@@ -40,7 +41,7 @@ class FabricLayout:
 
     # -- tiers and where their switches are -----------------------------------------------------
     def kinds(self, t: TierCount) -> Optional[Tuple[str, ...]]:
-        return None if t.scope == self.owner.kind else _SCOPE_KINDS.get(t.scope, (t.scope,))
+        return scope_kinds(t.scope, self.owner.kind)
 
     def rails_of(self, t: TierCount, rail: Optional[int]) -> List[Optional[int]]:
         if "rail" not in t.per:
@@ -131,15 +132,8 @@ class FabricLayout:
         if self.kinds(t) is not None and sel.scope is None:
             missing.insert(0, t.scope)
         if missing:
-            kinds = self.kinds(t)
-            # the scope as the tier declares it (a `block` tier's groups are `block[i]`, as the
-            # rank map names them; `row[i]` is accepted for them too)
-            kind = (t.scope if t.scope in kinds else kinds[0]) if kinds else None
-            # what the selection names kept, the rest the first of its kind
-            scope = sel.scope if sel.scope is not None else (kind, 0) if kind else None
-            key = TierKey(self.fc.fabric, t.name, scope,
-                          (sel.rail or 0) if "rail" in t.per else None,
-                          (sel.plane or 0) if "plane" in t.per else None)
+            key = TierKey(self.fc.fabric, t.name, *example_group(
+                t.scope, self.owner.kind, t.per, sel.scope, sel.rail, sel.plane))
             raise Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
                               f"name its {', '.join(missing)} too",
                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast FILE --ranks "

@@ -26,11 +26,8 @@ import attrs
 
 from astral_dsl.analyses import fabric_names, formulas
 from astral_dsl.model.rollup import count_of, group_of
+from astral_dsl.model.tier_groups import SCOPE_KINDS
 from astral_dsl.model.values import Group, plane_label
-
-# a tier's scope -> the kinds of the instances it names
-SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "block"),
-               "pod": ("pod",), "hall": ("hall",), "site": ("site",)}
 # (scope instances in a row, canonical path of their instance, switches per group, reach,
 # links each of their groups serves from below)
 Run = Tuple[int, str, int, int, float]

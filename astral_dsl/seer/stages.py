@@ -44,16 +44,29 @@ def automodel_layout(layers: int, stages: int) -> Optional[Tuple[int, ...]]:
     return tuple(base + (1 if i < extra else 0) for i in range(stages))
 
 
-def _layout(job: JobSpec) -> Optional[Tuple[int, ...]]:
-    """The per-virtual-stage layout: declared, or derived when nothing is declared (as the job's
-    framework lays it out)."""
+def _layout_and_source(job: JobSpec) -> Tuple[Optional[Tuple[int, ...]], str]:
+    """The per-virtual-stage layout (declared, or derived when nothing is declared, as the job's
+    framework lays it out; None when stage_layers splits the stages) and where stage_layers'
+    split comes from: "layout" or "stages" (declared), "derived" (derived_layout) or "even"."""
     par, layers = job.parallel, job.model.layers
     v = par.v or 1
     if par.layout and len(par.layout) == par.pp * v:
-        return par.layout
+        return par.layout, "layout"
     if not par.stages:
-        return derived_layout(layers, par.pp, v, job.framework)
-    return None
+        derived = derived_layout(layers, par.pp, v, job.framework)
+        return derived, "derived" if derived else "even"
+    return None, "stages" if len(par.stages) == par.pp else "even"
+
+
+def _layout(job: JobSpec) -> Optional[Tuple[int, ...]]:
+    return _layout_and_source(job)[0]
+
+
+def split_source(job: JobSpec) -> str:
+    """Where the layers of each stage and chunk come from: "layout" or "stages" (stated in the
+    design), "derived" (the framework's split of a model pp x v does not divide: derived_layout)
+    or "even" (pp x v divides the layers, or as even as possible)."""
+    return _layout_and_source(job)[1]
 
 
 def stage_layers(job: JobSpec) -> Tuple[int, ...]:

@@ -4,11 +4,12 @@ objectives). Functions of the instantiator `it` (semantics/instantiate.py), whic
 frames; the fields themselves: fields.py."""
 from __future__ import annotations
 
-from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group, NicPort, Symbol,
                                      Values)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.errors import fail
+from astral_dsl.semantics.fail_hints import fail_hint
 from astral_dsl.semantics.fields import _wants_symbols
 from astral_dsl.semantics.words import as_words
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
@@ -185,7 +186,13 @@ def _fail_target(it, expr, env):
             fail("E303", f"a link's ends are NIC ports and switches, not a {type_name(end)}",
                  e.span, "e.g. `fail H.nics[0].port[a] -- S.fabric.rail[0].plane[A].tor[0]`")
         return FabricLink(ends)
-    target = it.eval(expr, env)
+    try:
+        target = it.eval(expr, env)
+    except DiagnosticError as exc:      # a switch tier or a CDU looked for in the hierarchy
+        better = fail_hint(it, expr, env, exc.diagnostic)
+        if better is None:
+            raise
+        raise DiagnosticError(better) from None
     if isinstance(target, Values):      # `S.pods[*].fabric.spine`: a tier of each pod's fabric
         fail("E303", "`fail` needs a part of the design, not values over a group (one for each "
                      "replica a `[*]` or a range selects)", expr.span,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from astral_dsl.outputs.forecast.split import split_lines, stage_split
 from astral_dsl.outputs.jsonout import scenario_json
 from astral_dsl.units.readable import memory_capacity
 from astral_dsl.seer.envelope import band_text as text_of, inverse
@@ -43,7 +44,8 @@ def parallelism(fc) -> Dict[str, Any]:
             "moe_routing": job.moe_routing if job.model.experts else None,
             "etp": p.etp if job.model.experts else None,
             "expert_groups": ([job.model.expert_groups, job.model.group_top_k]
-                              if job.model.experts and job.model.group_top_k else None)}
+                              if job.model.experts and job.model.group_top_k else None),
+            "stage_split": stage_split(fc)}
 
 
 def _routing(job) -> str:
@@ -129,6 +131,7 @@ def render(fc) -> str:
         (["no re-sharding after the forward"] if p.zero >= 3 and not p.reshard_after_forward
          else []) + [f"order {'-'.join(p.order)}"]
     lines.append("  parallel   " + "  ".join(dims + extras))
+    lines += split_lines(fc)
     runs = (f" in {j.pipeline_runs} runs of the schedule" if j.pipeline_runs > 1 else "")
     lines.append(f"  batch      global {j.global_batch:,}  micro {j.micro}  "
                  f"{j.microbatches:,} micro-batches per pipeline{runs}  seq {j.seq:,}")
