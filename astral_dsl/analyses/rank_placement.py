@@ -69,7 +69,7 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
     scope instance of the fabric's owner."""
     target = job.field("placement")
     route = job.route("placement")     # the replicas as written: `pods[3]`, not the shared pod
-    written = _route_paths(route) if route is not None and not route.from_template else None
+    written = _route_paths(route, design) if route is not None and not route.from_template else None
     if written is not None:
         wanted = written
     elif isinstance(target, Ref):
@@ -102,25 +102,33 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
                 return
 
 
-def _route_paths(route) -> Optional[List[str]]:
+def _route_paths(route, design: Design) -> Optional[List[str]]:
     """The replicas a placement's route names, as paths in the design's order: `pods[3]` one,
     `pods[0..1]` (a range: `(a, b)`, b excluded) each of its pods, so that a job placed on two
     pods takes the hosts of both (the group's shared instance has the first pod's path only).
-    None for `[*]`, whose count the route does not say, and for an index after a range, which
-    the language applies to the whole group the range gives (`pods[0..1].sus[0]` is the first
-    pod's first block, docs/language.md section 10.6): the group's paths are used instead."""
-    paths, ranged = [route.root], False
-    for step in route.steps:
-        if step.index is None:
-            names = [f".{step.name}"]
-        elif isinstance(step.index, int) and not ranged:
-            names = [f".{step.name}[{step.index}]"]
-        elif isinstance(step.index, tuple) and not ranged:
-            names = [f".{step.name}[{i}]" for i in range(step.index[0], step.index[1])]
-            ranged = True
-        else:
-            return None
-        paths = [p + n for p in paths for n in names]
+    A step after a group applies to each of its members, as the language reads it
+    (`pods[0..1].sus[0]` is the first block of each of the two pods, `pods[*].sus[0]` of every
+    pod: docs/language.md section 10.6). None when a path names no instance."""
+    paths = [route.root]
+    for k, step in enumerate(route.steps):
+        whole = step.index in (None, "*")
+        if whole and k == len(route.steps) - 1:
+            paths = [f"{p}.{step.name}" for p in paths]      # the group itself: every member
+            continue
+        out = []
+        for p in paths:
+            if whole:
+                owner = design.instance(p)
+                group = owner.member(step.name) if owner is not None else None
+                if group is None:
+                    return None
+                indices = range(group.count) if isinstance(group, Group) else (None,)
+            else:
+                indices = (step.index,) if isinstance(step.index, int) else \
+                    range(step.index[0], step.index[1])
+            out += [f"{p}.{step.name}" if i is None else f"{p}.{step.name}[{i}]"
+                    for i in indices]
+        paths = out
     return paths
 
 

@@ -5,6 +5,8 @@ Plain functions over the expression evaluator `x` (semantics/evaluate.py), which
 `Attr` and `Index` nodes here; member fields come from its host, the instantiator."""
 from __future__ import annotations
 
+from typing import Optional
+
 from astral_dsl.diagnostics import Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS
 from astral_dsl.model.values import (Bundle, FabricAxis, FabricSelection, Group,
@@ -15,11 +17,14 @@ from astral_dsl.semantics.scope import Namespace, missing_hint
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 from astral_dsl.semantics.collections import index_hint, range_hint, whole
-from astral_dsl.semantics.errors import fail
+from astral_dsl.semantics.errors import check, fail
 
 
 def eval_attr(x, e: ast.Attr, env):
-    obj = x.eval(e.obj, env)
+    return _member(x, x.eval(e.obj, env), e)
+
+
+def _member(x, obj, e: ast.Attr):
     return attribute(x, obj, e.name.name, e.name.span, e.span)
 
 
@@ -47,6 +52,11 @@ def attribute(x, obj, name: str, name_span: Span, span: Span):
         if hint is None and name in obj.spec.fields:
             hint = f"`{obj.display}` does not set `{name}`; declare `{name} = ...` in it"
         fail("E209", f"{obj.kind} `{obj.display}` has no member `{name}`", name_span, hint)
+    if isinstance(obj, Group) and name == "port" and len(obj.flat()) == 1 and \
+            getattr(obj.flat()[0][1], "kind", None) == "nic":
+        # `pods[*]...nics[5].port[b]`: the port of one NIC instance shared by the replicas the
+        # path names (a scenario's route says which: semantics/isolate.py)
+        return attribute(x, obj.flat()[0][1], name, name_span, span)
     if isinstance(obj, Group):
         return _over_group(x, obj, lambda item: attribute(x, item, name, name_span, span))
     if isinstance(obj, Values):
@@ -230,7 +240,28 @@ def _port_index(x, axis: PortAxis, e: ast.Index, env):
 
 
 def eval_index(x, e: ast.Index, env):
-    obj = x.eval(e.obj, env)
+    if isinstance(e.obj, ast.Attr):
+        owner = x.eval(e.obj.obj, env)
+        parts = {id(item): check(_member(x, item, e.obj)) for _, item in owner.flat()} \
+            if isinstance(owner, Group) else {}
+        if parts and all(isinstance(p, (Frame, Group)) for p in parts.values()):
+            # `g.b[i]`: the i-th b of every member of g, as a scenario's path names them
+            # (`fail S.pods[*].rows[0].hvdc` is every pod's row 0), not the i-th of their b's
+            # put together (docs/language.md, section 10.6)
+            return _over_group(x, owner, lambda item: _select(
+                x, parts[id(item)], e, env, f"`{e.obj.name.name}` of {_named(item)}"))
+        obj = check(_member(x, owner, e.obj))
+    else:
+        obj = x.eval(e.obj, env)
+    return _select(x, obj, e, env)
+
+
+def _named(item) -> str:
+    return f"{item.kind} `{item.display}`" if isinstance(item, Frame) else f"a {type_name(item)}"
+
+
+def _select(x, obj, e: ast.Index, env, whose: Optional[str] = None):
+    """`obj[selector]`: `whose` names the group in E214 (one member's, under `g.b[i]`)."""
     if isinstance(obj, FabricAxis) and not isinstance(e.selector, ast.Wildcard):
         return _fabric_index(x, obj, e, env)
     if isinstance(obj, FabricSelection) and not isinstance(e.selector, ast.Wildcard):
@@ -248,11 +279,13 @@ def eval_index(x, e: ast.Index, env):
         if isinstance(sel, RangeValue):
             if sel.start < 0 or sel.stop > size or sel.start >= sel.stop:
                 fail("E214", f"range {sel} is outside the group of {size} (members "
+                             f"0..{size - 1})" if whose is None else
+                             f"range {sel} is outside {whose}: it has {size} (members "
                              f"0..{size - 1})", e.selector.span, range_hint(sel, size))
             return obj.slice(sel.start, sel.stop)
         i = whole(x, sel, e.selector.span, "an index")
         if not 0 <= i < size:
-            fail("E214", f"index {i} is out of range: the group has {size} "
+            fail("E214", f"index {i} is out of range: {whose or 'the group'} has {size} "
                          f"(indices 0 to {size - 1})", e.selector.span, index_hint(i, size))
         return obj.at(i)
     if isinstance(obj, ListValue):

@@ -112,6 +112,12 @@ def _route_of(ev, expr, env) -> Optional[Route]:
     if route is None:
         return None
     value = ev.eval(e, env)
+    if chain and isinstance(chain[-1], ast.Index) and _pooled(ev, e, env):
+        fail("E217", f"`{e.name}` puts the parts of several replicas together in one group: a "
+                     "scenario cannot say which replica an index of it picks",
+             chain[-1].selector.span, "write the path itself, with an index at each step "
+                                      "(`S.pods[1].sus[1]` the second block of pod 1, "
+                                      "`S.pods[*].sus[1]` that of every pod)")
     for node in reversed(chain):
         after = ev.eval(node, env)
         if isinstance(after, (FabricAxis, FabricSelection)):
@@ -125,6 +131,33 @@ def _route_of(ev, expr, env) -> Optional[Route]:
         route = _extend(route, steps)
         value = after
     return route
+
+
+def _pooled(ev, name: ast.Name, env) -> bool:
+    """Whether `name` is a `let` of `g.b` with g a group of several members: its index picks
+    from the members' parts put together (`let s = S.pods.sus`, `s[5]`: pod 1's second block),
+    which a route, whose steps index each member (`S.pods.sus[5]`), cannot say."""
+    scope, expr = env, None
+    while scope is not None and expr is None:
+        if name.name in scope.locals or name.name in scope.params:
+            return False
+        frame = scope.frame
+        if frame is not None and name.name in frame.defs:
+            d = frame.defs[name.name]
+            expr, env = (d.value_expr, d.env) if d.is_let else (None, None)
+            break
+        scope = scope.outer
+    symbol = env.module.lookup(name.name) if expr is None and env is not None else None
+    if isinstance(symbol, LetSymbol):
+        from astral_dsl.semantics.frames import Env
+
+        expr, env = symbol.node.value, Env(symbol.module)
+    if isinstance(expr, ast.Name):
+        return _pooled(ev, expr, env)
+    if not isinstance(expr, ast.Attr):
+        return False
+    owner = ev.eval(expr.obj, env)
+    return isinstance(owner, Group) and owner.count > 1
 
 
 def _root(ev, name: ast.Name, env) -> Optional[Route]:
