@@ -84,3 +84,13 @@ def test_a_latin_1_log_says_the_byte_and_where(tmp_path):
     assert d.message == f"the file is neither JSON nor CSV text (not UTF-8: byte 0xe9 at " \
                         f"offset {at})"
     assert d.hint.startswith("a trace or a rank log is UTF-8 text")
+
+
+def test_a_file_of_zero_bytes_is_not_said_to_be_utf_16(tmp_path):
+    """4 KiB of zero bytes (a file preallocated by a writer that was killed) has a zero at every
+    other byte too: it was "UTF-16 (or UTF-32, ...) text" with an iconv hint; it is not text,
+    and is said to be no trace or rank log (E782), as before the UTF-16 check."""
+    p = tmp_path / "log.jsonl"
+    p.write_bytes(b"\x00" * 4096)
+    (d,) = observe.load([str(p)]).diagnostics
+    assert d.code == "E782" and "UTF-16" not in d.message and "iconv" not in (d.hint or "")

@@ -271,12 +271,14 @@ _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
 def _wide(data: bytes) -> Optional[str]:
     """"UTF-16" or "UTF-32" for text in one of them (Windows' PowerShell 5 writes UTF-16 by
     default): by its byte-order mark, or without one by a zero byte at every other place of
-    its first 64 (ASCII text in UTF-16); else None."""
+    its first 64 (ASCII text in UTF-16) and none at the others (a file of zero bytes, what a
+    writer killed before its data reached the disk may leave, is not text at all); else None."""
     for bom, name in _WIDE_BOMS:
         if data.startswith(bom):
             return name
     head = data[:64]
-    if len(head) >= 8 and (not any(head[0::2]) or not any(head[1::2])):
+    even, odd = any(head[0::2]), any(head[1::2])
+    if len(head) >= 8 and even != odd:
         return "UTF-16 (or UTF-32, without a byte-order mark)"
     return None
 
