@@ -698,3 +698,19 @@ def test_a_sites_picture_lists_its_sites_problems_and_the_design_wide_ones():
     drawn = canvas(one.design, "power", None, None, one)
     assert len(drawn.ctx.shown_problems()) == len([d for d in one.diagnostics
                                                    if d.severity.name != "INFO"])
+
+
+@needs_dot
+def test_a_feeder_rated_in_kva_is_drawn_with_its_rating_as_stated(tmp_path):
+    """A feeder's `capacity = 120 kVA` at power factor 0.9 holds 120 x 0.9 = 108 kW (analyses/
+    feeders.py rated_capacity): the power view said "capacity 108 kW" beside the size report's
+    "120.0 kVA"; it gives the rating as stated and the real power it holds. 10 racks of 10 kW:
+    100 kW, 100 / 108 = 92.6 % of it."""
+    from test_power_ac import DESIGN
+
+    path = tmp_path / "ac.astral"
+    path.write_text(DESIGN.replace("capacity = 200 kW", "capacity = 120 kVA"), encoding="utf-8")
+    pic = picture(path, "power")
+    (feeder,) = pic.with_text(r"^feeder b")
+    text = pic.text(feeder)
+    assert "capacity 120 kVA (108 kW)" in text and "normal 100 kW (92.6 %)" in text, text

@@ -16,6 +16,7 @@ from astral_dsl.outputs.render.labels import Line
 from astral_dsl.outputs.render.style import Canvas
 from astral_dsl.outputs.render.tree import Tree, counted, held_ids, power_line, summary, \
     whole_design
+from astral_dsl.units.readable import apparent
 
 
 def _si(v) -> Optional[float]:
@@ -182,7 +183,11 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
     failed = f.path in ctx.failed_paths
     if r is not None:
         cap = r.capacity_w
-        lines.append(Line(f"capacity {watts(cap)}" + (" each" if r.count > 1 else ""),
+        # a rating in kVA as stated, with the real power it holds (analyses/feeders.py
+        # rated_capacity), as the size report and E620/E621 say it
+        rated = (f"{apparent(watts(cap / r.rating_pf))} ({watts(cap)})"
+                 if cap and r.rating_pf else watts(cap))
+        lines.append(Line(f"capacity {rated}" + (" each" if r.count > 1 else ""),
                           small=True))
         # the power through the feeder (its share over its own efficiency) and its share of
         # its capacity: as the report and E620/E621 count them (outputs/feeder_load.py)
