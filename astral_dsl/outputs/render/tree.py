@@ -10,13 +10,12 @@ from astral_dsl import records
 from astral_dsl.analyses.walk import owned
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
+from astral_dsl.model.tier_groups import SCOPE_KINDS   # noqa: F401  (the views import it here)
 from astral_dsl.outputs.render.numbers import n, watts
 from astral_dsl.outputs.render.labels import Line
 
 GROUPING = ("site", "hall", "pod", "row", "block")
 LEVEL = {"host": 1, "rack": 2, "row": 3, "block": 3, "pod": 4, "hall": 5, "site": 6}
-SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "block"),
-               "pod": ("pod",), "hall": ("hall",), "site": ("site",)}
 MAX_CHILDREN = 8          # distinct children drawn per cluster; the rest are summarised
 
 
