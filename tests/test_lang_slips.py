@@ -394,3 +394,16 @@ def test_a_flat_sum_of_many_terms_says_each_operator_nests_and_how_to_write_it(t
     assert "sum([a, b, c, ...])" in d.hint
     listed = build("let x = sum([" + ", ".join(["1"] * 300) + "])\ncheck x == 300\n", tmp_path)
     assert not [e for e in listed.diagnostics if e.is_error]
+
+
+def test_a_huge_unit_or_name_given_to_set_is_not_echoed_back_whole(tmp_path):
+    """`--set p=5 kkk...` (a 100,000-letter unit) was E310 "unknown unit `kkk...`" of 100 KB,
+    and `--set zzz...=1` E213 naming the 100 KB name twice: both are cut to their start and
+    end, as the values of test_a_huge_value_given_to_set_is_not_echoed_back_whole."""
+    d = only(build("param p = 5 kW\nsite S {}\n", tmp_path,
+                   overrides={"p": "5 " + "k" * 100_000}), "E310")
+    assert d.message.startswith("--set p: unknown unit `kkk") and len(d.message) <= 209
+    assert "..." in d.message
+    name = "z" * 100_000
+    d = only(build("param p = 5 kW\nsite S {}\n", tmp_path, overrides={name: "1"}), "E213")
+    assert len(d.message) < 200 and d.message.startswith("--set zzz") and "..." in d.message

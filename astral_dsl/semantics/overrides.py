@@ -45,7 +45,10 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
                 hint = (f"`{name}` is text: quote its value, --set '{name}=\"{said}\"' "
                         f"(from Python, with_params({name}='\"{said}\"'))")
             # the parameter's declaration: the value given replaces its default
-            diagnostics.append(Diagnostic("E310", Severity.ERROR, f"{where}: {d.message}",
+            # the message as the reason gave it, bounded: a reason that echoes a part of the
+            # value (`unknown unit `kkk...``) is not repeated whole for a 100 KB value
+            diagnostics.append(Diagnostic("E310", Severity.ERROR,
+                                          f"{where}: {excerpt(d.message, 200)}",
                                           d.span or symbol.node.default.span, hint,
                                           file=scope.file))
     return out
@@ -54,9 +57,9 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
 def unknown_parameter(option: str, name: str, params, file=None) -> Diagnostic:
     """E213: `option name` (`--set`, `--grid`) names no top-level `param` of the entry file;
     the hint is a did-you-mean, else the parameters there are."""
-    params = list(params)
+    params, said = list(params), excerpt(name, 60)       # a 100 KB name is not echoed whole
     return Diagnostic("E213", Severity.ERROR,
-                      f"{option} {name}: the design has no parameter `{name}`", None,
+                      f"{option} {said}: the design has no parameter `{said}`", None,
                       did_you_mean(name, params) or (
                           "parameters: " + ", ".join(params) if params
                           else "it declares no `param`"), file=file)
