@@ -228,6 +228,16 @@ def test_a_cdu_by_index_is_a_failed_loop():
     # each `fail` of the loop fails one more: two leave 2 of 4 x 100 kW for 224.5 kW, E640
     _, out = outcomes(COOLING + "scenario two { fail S.rows[0].l\n fail S.rows[0].l }\n")
     assert [d.code for d in out["two"].broken] == ["E640"]
+    # the message says how many are left of how many: 4 - 2 = 2 x 100 kW for 224.5 kW
+    assert out["two"].broken[0].message == (
+        "loop `S.rows[0].l` carries 224.5 kW of liquid heat but its 2 CDUs left of 4 (the "
+        "scenario fails 2) hold 200 kW")
+    # failing the loop more often than it has CDUs fails them all: it said "its -2 CDUs hold
+    # -200 kW" for six fails of four
+    _, out = outcomes(COOLING + "scenario six {" + "\n".join(["fail S.rows[0].l"] * 6) + "}\n")
+    assert [d.message for d in out["six"].broken] == [
+        "loop `S.rows[0].l` carries 224.5 kW of liquid heat but its 0 CDUs left of 4 (the "
+        "scenario fails 4) hold 0 W"]
     # another number indexed keeps the hint of any index
     design = astral_dsl.loads(COOLING + "scenario bad { fail S.rows[0].l.rise[0] }\n",
                               name="t.astral")

@@ -155,6 +155,8 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
     cdus_field = inst.field("cdus")
     declared = _si(cdus_field)
     failed = overrides.get((inst.path, "failed_cdus"), 0)
+    if declared is not None:        # a scenario failing more CDUs than there are fails them all
+        failed = min(failed, max(int(declared), 0))
     declared_n = int(declared) - failed if declared is not None else None
     needed = None
     if cap:
@@ -219,8 +221,10 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
     no spare left)."""
     if declared_n * cap < heat * (1 - 1e-9):
         carried, held = readable.powers_apart(heat, declared_n * cap)
+        running = f"{declared_n} CDUs" + (f" left of {declared_n + failed} (the scenario "
+                                           f"fails {failed})" if failed else "")
         diags.append(_err("E640", f"loop `{inst.path}` carries {carried} of liquid heat but "
-                                  f"its {declared_n} CDUs hold {held}",
+                                  f"its {running} hold {held}",
                           inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
         return
     # what is left after the failure the scheme covers: one CDU (N+1), or one side of 2N, half
