@@ -93,7 +93,8 @@ def test_a_derived_split_is_shown_with_its_rule():
     text = " ".join(" ".join(_stages_lines(render(fc))).split())
     assert text == ("stages layers [7, 2 x 8, 7], embedding on stage 0, output layer on stage 3 "
                     "(derived: Megatron-Core's split, the embedding and the loss counted as a "
-                    "layer each, so the first and the last stage hold one fewer)")
+                    "layer each on the first and the last stage, all as evenly as possible, the "
+                    "remainder on the first stages)")
     split = to_json(fc)["parallelism"]["stage_split"]
     assert split["layers"] == [7, 8, 8, 7] and split["chunks"] is None
     assert (split["source"], split["rule"]) == ("derived", "megatron")
@@ -108,7 +109,8 @@ def test_an_interleaved_derived_split_gives_each_chunk_in_model_order():
     assert text.startswith("stages layers [8, 9, 8, 7] in chunks [2, 9 x 3, 2, 1] (model "
                            "order), embedding on stage 0, output layer on stage 3 (derived: "
                            "Megatron-Core's split")
-    assert text.endswith("the first and the last virtual stage hold one fewer)")
+    assert text.endswith("the first and the last virtual stage, all as evenly as possible, the "
+                         "remainder on the first virtual stages)")
     split = to_json(fc)["parallelism"]["stage_split"]
     assert split["chunks"] == [[2, 3, 3], [3, 3, 3], [3, 3, 2], [3, 3, 1]]
     assert split["layers"] == [8, 9, 8, 7]

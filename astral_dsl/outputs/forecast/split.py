@@ -76,8 +76,9 @@ def _why(fc, split: Dict[str, Any]) -> str:
         extra = job.model.layers % (par.pp * par.v)
         return (f"derived: {name} split, the embedding and the head not counted as layers, "
                 f"one more layer on each of the first {extra} {where}s")
-    return (f"derived: {name} split, the embedding and the loss counted as a layer each, so "
-            f"the first and the last {where} hold one fewer")
+    return (f"derived: {name} split, the embedding and the loss counted as a layer each on "
+            f"the first and the last {where}, all as evenly as possible, the remainder on the "
+            f"first {where}s")
 
 
 def split_lines(fc) -> List[str]:
