@@ -203,12 +203,16 @@ scenario hot { set S.rows[0].l.supply = 45 degC }
 def test_cdu_failure_and_hotter_supply():
     checked, out = outcomes(COOLING)
     assert checked.valid, checked.diagnostics       # 224.5 kW on 4 x 100 kW: N+1 holds
-    assert [d.code for d in out["one_cdu"].broken] == ["E641"]   # 3 left: no spare
-    # the scenario's failed CDU is not the one N+1 covers: the message says one more fails,
-    # leaving 2 x 100 kW for 7 x 4 x 10 kW x 80 % + 1 kW x 50 % = 224.5 kW
-    assert out["one_cdu"].broken[0].message == (
-        "with one more CDU failed than the scenario's 1 (of 4), loop `S.rows[0].l` has "
-        "200 kW for 224.5 kW")
+    # the scenario's failure is the one asked about, as for a feeder: the 3 CDUs left hold
+    # 300 kW of the 7 x 4 x 10 kW x 80 % + 1 kW x 50 % = 224.5 kW (no further spare asked for)
+    assert not out["one_cdu"].broken
+    # a second CDU failed leaves 2 x 100 kW for 224.5 kW: E640, the CDUs left of the 4
+    two = COOLING.replace("scenario one_cdu { fail S.rows[0].l }",
+                          "scenario one_cdu { fail S.rows[0].l\n fail S.rows[0].l }")
+    _, out2 = outcomes(two)
+    assert [d.code for d in out2["one_cdu"].broken] == ["E640"]
+    assert "its 2 CDUs left of 4 (the scenario fails 2) hold 200 kW" in \
+        out2["one_cdu"].broken[0].message
     assert [d.code for d in out["hot"].broken] == ["E642"]       # 45 degC > 40 degC GPU limit
     loop = out["hot"].result.cooling.loops[0]
     assert loop.supply_c == pytest.approx(45)

@@ -217,8 +217,9 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
                 failed: int = 0) -> None:
     """E640 when the running CDUs (`declared_n`: those declared less the `failed` of a
     scenario) do not hold the heat; E641 when they would not after the failure the scheme
-    covers, which under such a scenario is one more than it failed (said so: the loop has
-    no spare left)."""
+    covers (heat or flow); not under a scenario that failed CDUs (the scenario's failure is
+    the one asked about: no spare is asked for besides, as a degraded feeder is not asked to
+    survive one more; E643 checks the flow of the CDUs left)."""
     if declared_n * cap < heat * (1 - 1e-9):
         carried, held = readable.powers_apart(heat, declared_n * cap)
         running = f"{declared_n} CDUs" + (f" left of {declared_n + failed} (the scenario "
@@ -226,6 +227,12 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
         diags.append(_err("E640", f"loop `{inst.path}` carries {carried} of liquid heat but "
                                   f"its {running} hold {held}",
                           inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
+        return
+    if failed:
+        # under a scenario that failed CDUs, the scenario's failure is the one asked about, as
+        # for a feeder (analyses/feeders.py: E621 is not checked once a scenario degraded it):
+        # the CDUs left must hold the heat (E640 above) and pass the flow (E643), not keep a
+        # spare besides
         return
     # what is left after the failure the scheme covers: one CDU (N+1), or one side of 2N, half
     # of them (the smaller half of an odd count), as the sizing (2 x N) and the pumps count it
@@ -237,13 +244,8 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
         if left * cap >= heat * (1 - 1e-9):
             have = (f"flow for {format_number(round(left * cdu_flow * 6e4))} "
                     f"L/min of the {format_number(round(flow * 6e4))} L/min needed")
-        what = failure(scheme, declared_n)
-        if failed:          # the scenario's failure is not the one the scheme covers
-            what = (f"one more CDU failed than the scenario's {failed} (of {declared_n + failed})"
-                    if scheme != "two_n" else
-                    f"{what}, on top of the scenario's {failed} failed")
-        diags.append(_err("E641", f"with {what}, loop `{inst.path}` has {have}",
-                          inst.span_of("cdus"),
+        diags.append(_err("E641", f"with {failure(scheme, declared_n)}, loop `{inst.path}` has "
+                                  f"{have}", inst.span_of("cdus"),
                           f"{needed} CDUs are needed ({scheme})"))
 
 
