@@ -20,7 +20,8 @@ def test_a_header_past_the_bound_is_e766_at_the_character_past_it():
     text = HEADER + ",ab" * (csvtext.MAX_RECORD // 3) + "\n"
     (d,) = parse_table(text, "t.csv").diagnostics
     assert d.code == "E766"
-    assert d.message == "the runs table's header on line 1 is over 1,048,576 characters"
+    assert d.message == ("the runs table's header on line 1 is over 1,048,576 characters (its "
+                         "line end counted)")
     assert (d.span.start.line, d.span.start.column, d.span.end.column) == \
         (1, 1_048_577, 1_048_578)
     assert d.hint == HINT
@@ -42,7 +43,7 @@ def test_a_row_past_the_bound_is_e766_on_its_line_and_the_rows_before_are_read()
     t = parse_table(text, "t.csv")
     (d,) = t.diagnostics
     assert (d.code, d.message) == ("E766", "the runs table's row on line 3 is over 1,048,576 "
-                                           "characters")
+                                           "characters (its line end counted)")
     assert (d.span.start.line, d.span.start.column) == (3, 1_048_577) and d.hint == HINT
     assert [r.id for r in t.runs] == ["k1"] and not t.valid
 

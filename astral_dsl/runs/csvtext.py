@@ -80,7 +80,8 @@ def too_long(lines: Lines, file: str, start: int, what: str, columns: int) -> Di
     if lines.taken > 1:
         return unclosed(lines.first, file, start, start + lines.taken - 1)
     return err("E766", f"the runs table's {what} on line {start} is over {MAX_RECORD:,} "
-                f"characters", file, start, MAX_RECORD + 1, MAX_RECORD + 2,
+                f"characters (its line end counted)", file, start, MAX_RECORD + 1,
+                MAX_RECORD + 2,
                 "a runs table's row is a few hundred characters, one cell per column of "
                 f"docs/runs.md ({columns}): check the separators, or that the file is a runs "
                 "table")
