@@ -97,14 +97,17 @@ def check(target: Target, scenarios: Optional[Sequence[str]] = None,
     ws = workspace_of(target, overrides)
     _a.own_design(ws, _a.instance_of(design, Design, "design", " (of the workspace: ws.design)"))
     _a.instance_of(baseline, Baseline, "baseline", " (read_baseline)")
-    return _check(ws, design, _a.names(scenarios, "scenarios"), all_scenarios, baseline)
+    return _check(ws, design, _a.names(scenarios, "scenarios"),
+                  _a.flag(all_scenarios, "all_scenarios"), baseline)
 
 
 def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
                scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
                read=read_file, baseline: Optional[Baseline] = None) -> Checked:
     """Open, compile and check a file (the command line's `astral check`)."""
-    return _check(compile(path, overrides, read), None, scenarios, all_scenarios, baseline)
+    _a.instance_of(baseline, Baseline, "baseline", " (read_baseline)")
+    return _check(compile(path, overrides, read), None, _a.names(scenarios, "scenarios"),
+                  _a.flag(all_scenarios, "all_scenarios"), baseline)
 
 
 def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] = None,
