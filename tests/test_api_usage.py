@@ -95,3 +95,11 @@ def test_the_arguments_module_exports_what_it_defines():
     from astral_dsl.api import arguments
 
     assert all(hasattr(arguments, name) for name in arguments.__all__)
+
+
+@pytest.mark.parametrize("digits", [400, 5000])        # 5000: beyond str()'s 4300 digits
+def test_a_quantity_beyond_a_float_is_a_value_error(digits):
+    """`Quantity.of(10**400, "kW")` raised OverflowError from float() inside the library."""
+    with pytest.raises(ValueError, match="too large to represent"):
+        astral_dsl.Quantity.of(10**digits, "kW")
+    assert astral_dsl.Quantity.of(2**70, "B").si == 2.0**70 * 8        # bits, exactly
