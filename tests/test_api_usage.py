@@ -103,3 +103,18 @@ def test_a_quantity_beyond_a_float_is_a_value_error(digits):
     with pytest.raises(ValueError, match="too large to represent"):
         astral_dsl.Quantity.of(10**digits, "kW")
     assert astral_dsl.Quantity.of(2**70, "B").si == 2.0**70 * 8        # bits, exactly
+
+
+def test_the_documented_errors_and_results_are_top_level_names():
+    """`except astral_dsl.SweepError` was an AttributeError (only `astral_dsl.explore.sweep`
+    had it); each name is its module's class, and `dir()` lists the API."""
+    from astral_dsl.diagnose import DiagnoseError
+    from astral_dsl.diagnose.model import Diagnosis
+    from astral_dsl.explore.sweep import SweepError, SweepResult
+    from astral_dsl.outputs.report import ReviewError
+
+    for cls in (DiagnoseError, Diagnosis, SweepError, SweepResult, ReviewError):
+        assert getattr(astral_dsl, cls.__name__) is cls
+        assert cls.__name__ in astral_dsl.__all__ and cls.__name__ in dir(astral_dsl)
+    with pytest.raises(astral_dsl.SweepError):
+        astral_dsl.sweep(POD, {"nonesuch": [1]}, workers=1)
