@@ -118,3 +118,14 @@ def test_the_documented_errors_and_results_are_top_level_names():
         assert cls.__name__ in astral_dsl.__all__ and cls.__name__ in dir(astral_dsl)
     with pytest.raises(astral_dsl.SweepError):
         astral_dsl.sweep(POD, {"nonesuch": [1]}, workers=1)
+
+
+def test_an_unreadable_fit_or_operator_table_is_a_value_error_naming_it(ws, tmp_path):
+    """As docs/api.md says: the path, and why (here: it does not exist, or is a folder)."""
+    missing = tmp_path / "none.json"
+    with pytest.raises(ValueError, match=f"{missing}: cannot read a calibration fit"):
+        astral_dsl.forecast(ws, calibration=missing)
+    with pytest.raises(ValueError, match=f"{tmp_path}: cannot read a calibration fit"):
+        astral_dsl.score_runs(A100, calibration=tmp_path)
+    with pytest.raises(ValueError, match=f"{tmp_path / 'none.csv'}: No such file"):
+        astral_dsl.forecast(ws, operator_table=tmp_path / "none.csv")
