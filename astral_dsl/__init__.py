@@ -16,18 +16,20 @@ TYPE_CHECKING = False
 __version__ = "0.1.0"
 
 # the API's names (a literal list, so that type checkers read what is exported)
-__all__ = ["__version__", "Checked", "Chosen", "Design", "Diagnostic", "DiffResult",
-           "ForecastError", "ForecastResult", "Instance", "ParamValue", "Quantity", "RunsResult",
-           "Severity", "Sized", "Span", "Target", "Totals", "UnitError", "UnitSpecError",
+__all__ = ["__version__", "Checked", "Chosen", "Design", "DiagnoseError", "Diagnosis",
+           "Diagnostic", "DiffResult", "ForecastError", "ForecastResult", "Instance",
+           "ParamValue", "Quantity", "ReviewError", "RunsResult", "Severity", "Sized", "Span",
+           "SweepError", "SweepResult", "Target", "Totals", "UnitError", "UnitSpecError",
            "Workspace", "check", "check_file", "compile", "compiles", "diagnosis", "diff",
            "forecast", "front_end_errors", "load", "loads", "report", "score_runs", "size",
            "summary", "sweep"]
 _API = frozenset(__all__[1:])
 
 if TYPE_CHECKING:          # what a type checker sees: the API's own names and types
-    from astral_dsl.api import (Checked, Chosen, Design, Diagnostic, DiffResult, ForecastError,
-                                ForecastResult, Instance, ParamValue, Quantity, RunsResult,
-                                Severity, Sized, Span, Target, Totals, UnitError,
+    from astral_dsl.api import (Checked, Chosen, Design, DiagnoseError, Diagnosis, Diagnostic,
+                                DiffResult, ForecastError, ForecastResult, Instance,
+                                ParamValue, Quantity, ReviewError, RunsResult, Severity, Sized,
+                                Span, SweepError, SweepResult, Target, Totals, UnitError,
                                 UnitSpecError, Workspace,
                                 check, check_file, compile, compiles, diagnosis, diff, forecast,
                                 front_end_errors, load, loads, report, score_runs, size, summary,
@@ -40,4 +42,9 @@ def __getattr__(name: str) -> object:
 
         return getattr(api, name)
     raise AttributeError(f"module 'astral_dsl' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    """The API's names too (an editor's or a shell's completion), though imported on use."""
+    return sorted(set(globals()) | _API)
 

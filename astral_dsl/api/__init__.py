@@ -32,15 +32,25 @@ from astral_dsl.units.table import UnitSpecError
 from astral_dsl.workspace import ParamValue, Workspace
 
 if TYPE_CHECKING:
+    from astral_dsl.diagnose import DiagnoseError
+    from astral_dsl.diagnose.model import Diagnosis
+    from astral_dsl.explore.sweep import SweepError, SweepResult
+    from astral_dsl.outputs.report import ReviewError
     from astral_dsl.seer import ForecastError
+
+# the errors and results of the commands whose modules are not on `astral check`'s start-up
+# (Seer, explore, diagnose, the report), imported on first use: `except astral_dsl.SweepError`
+# needed `from astral_dsl.explore.sweep import SweepError`, a path only docs/api.md gave
+_LAZY = {"ForecastError": "astral_dsl.seer", "DiagnoseError": "astral_dsl.diagnose",
+         "Diagnosis": "astral_dsl.diagnose.model", "SweepError": "astral_dsl.explore.sweep",
+         "SweepResult": "astral_dsl.explore.sweep", "ReviewError": "astral_dsl.outputs.report"}
 
 
 def __getattr__(name: str) -> object:
-    """ForecastError is imported on first use: Seer is not on `astral check`'s start-up."""
-    if name == "ForecastError":
-        from astral_dsl.seer import ForecastError
+    if name in _LAZY:
+        import importlib
 
-        return ForecastError
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'astral_dsl.api' has no attribute {name!r}")
 
 
@@ -97,14 +107,17 @@ def check(target: Target, scenarios: Optional[Sequence[str]] = None,
     ws = workspace_of(target, overrides)
     _a.own_design(ws, _a.instance_of(design, Design, "design", " (of the workspace: ws.design)"))
     _a.instance_of(baseline, Baseline, "baseline", " (read_baseline)")
-    return _check(ws, design, _a.names(scenarios, "scenarios"), all_scenarios, baseline)
+    return _check(ws, design, _a.names(scenarios, "scenarios"),
+                  _a.flag(all_scenarios, "all_scenarios"), baseline)
 
 
 def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
                scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
                read=read_file, baseline: Optional[Baseline] = None) -> Checked:
     """Open, compile and check a file (the command line's `astral check`)."""
-    return _check(compile(path, overrides, read), None, scenarios, all_scenarios, baseline)
+    _a.instance_of(baseline, Baseline, "baseline", " (read_baseline)")
+    return _check(compile(path, overrides, read), None, _a.names(scenarios, "scenarios"),
+                  _a.flag(all_scenarios, "all_scenarios"), baseline)
 
 
 def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] = None,
@@ -147,9 +160,10 @@ def summary(design: Design) -> dict:
     return summarize(design)
 
 
-__all__ = ["Checked", "Chosen", "Design", "Diagnostic", "DiffResult", "ForecastError",
-           "ForecastResult", "Instance", "ParamValue", "Quantity", "RunsResult", "Severity",
-           "Sized", "Span", "Target", "Totals", "UnitError", "UnitSpecError", "Workspace", "check",
+__all__ = ["Checked", "Chosen", "Design", "DiagnoseError", "Diagnosis", "Diagnostic",
+           "DiffResult", "ForecastError", "ForecastResult", "Instance", "ParamValue", "Quantity",
+           "ReviewError", "RunsResult", "Severity", "Sized", "Span", "SweepError", "SweepResult",
+           "Target", "Totals", "UnitError", "UnitSpecError", "Workspace", "check",
            "check_file", "compile", "compiles", "diagnosis", "diff", "forecast",
            "front_end_errors", "load", "loads", "report", "score_runs", "size", "summary",
            "sweep"]

@@ -35,6 +35,13 @@ def names(value: object, what: str) -> Optional[Tuple[str, ...]]:
     return tuple(value)
 
 
+def flag(value: object, what: str) -> bool:
+    """A bool: "no" or 0 is not read as true (`all_scenarios="no"` ran every scenario)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} is a bool (True or False), not {_kind(value)}")
+    return value
+
+
 def path(value: object, what: str) -> str:
     """A path: a str or an os.PathLike, as text."""
     if not isinstance(value, (str, os.PathLike)):
@@ -82,5 +89,5 @@ def own_design(workspace, design):
     return design
 
 
-__all__ = ["instance_of", "mapping", "name", "names", "optional_path", "own_design", "path",
-           "paths", "whole"]
+__all__ = ["flag", "instance_of", "mapping", "name", "names", "optional_path", "own_design", "path",
+           "paths"]

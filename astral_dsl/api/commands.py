@@ -133,7 +133,7 @@ def _one(name: str, value: ParamValue, file) -> str:
     from astral_dsl.explore import sweep as _sweep
     from astral_dsl.explore.grid import GridError, split_list
 
-    text = _literal(value)
+    text = _literal(value, f"each value of grid[{name!r}]")
     try:
         one = len(split_list(text)) == 1 and (text.startswith('"') or ".." not in text)
     except GridError:                     # an unterminated string: --grid says so
@@ -238,15 +238,16 @@ def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] =
                               order=order, timers=timers, calibration=_fit(calibration))
 
 
-def score_runs(table: PathLike, calibration: Optional[PathLike] = None,
-         gpu_file: Optional[PathLike] = None) -> RunsResult:
+def score_runs(table: PathLike, calibration=None,
+               gpu_file: Optional[PathLike] = None) -> RunsResult:
     """`astral runs`: every row of a runs table (docs/runs.md) stated as a job, forecast and
-    scored; `calibration` a fit written by `astral calibrate -o` (default: the shipped fit),
+    scored; `calibration` a Calibration or a fit written by `astral calibrate -o` (as the other
+    functions take it; default: the shipped fit),
     `gpu_file` your own systems. A table or GPU file that cannot be read gives its
     diagnostics and no rows."""
     from astral_dsl.runs.evaluate import evaluate, prepare
     from astral_dsl.runs.table import read_table
-    from astral_dsl.seer.calibration import read_calibration, shipped
+    from astral_dsl.seer.calibration import shipped
 
     diags: Tuple[Any, ...] = ()
     systems = None
@@ -261,8 +262,7 @@ def score_runs(table: PathLike, calibration: Optional[PathLike] = None,
     read = read_table(_a.path(table, "table"))
     if not read.valid:
         return RunsResult(read.file, (), diags + tuple(read.diagnostics))
-    cal = read_calibration(_a.path(calibration, "calibration")) if calibration is not None \
-        else shipped()
+    cal = _fit(calibration) if calibration is not None else shipped()
     return RunsResult(read.file, tuple(evaluate(prepare(read, systems), cal)),
                       diags + tuple(read.warnings))
 

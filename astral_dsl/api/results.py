@@ -46,7 +46,8 @@ class ForecastResult:
     `diagnostics` the job's warnings (W750 "may not fit", W753 outside the calibrated
     envelope, ...); `envelope` how far to trust it (seer/envelope.py: its regime, `inside`, and
     `band`, how much shorter and longer the true iteration time may be, as true / forecast - 1;
-    tokens/s and MFU go inversely with the time)."""
+    tokens/s and MFU go inversely with the time). Two forecasts of the same input are equal
+    (`detail` is not compared)."""
     job: str
     gpu: str
     gpus: int
@@ -59,7 +60,9 @@ class ForecastResult:
     stage: int                             # the stage the breakdown describes (the busiest)
     diagnostics: Tuple[Diagnostic, ...]
     envelope: "Envelope"
-    detail: "Forecast" = attrs.field(repr=False)
+    # not compared: the seer.Forecast holds its Lowering, an object equal only to itself, so two
+    # forecasts of the same input were unequal; the amounts above are what it forecast
+    detail: "Forecast" = attrs.field(repr=False, eq=False)
 
     @classmethod
     def of(cls, fc: "Forecast") -> "ForecastResult":

@@ -143,6 +143,8 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
         else:
             hint = f"expected {_a(expected)} such as `{unit}`" if unit else None
         _fail("E304", f"{what} expects {_a(expected)}, got {value.describe()}", span, hint)
+    if math.isnan(value.si):            # not from source text: from an API value, float("nan")
+        _fail("E309", f"{what} is not a number (NaN)", span, "give a finite number")
     if not math.isfinite(value.si):
         _fail("E309", f"{what} is too large to represent", span,
               "the largest number is about 1.8e308 in SI units: check the number and its unit")

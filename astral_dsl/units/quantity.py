@@ -91,10 +91,16 @@ class Quantity:
     def of(cls, value: float, unit: str = "") -> "Quantity":
         """`value` in `unit` (a unit name, "" for a plain number): `Quantity.of(40, "kW")`. A
         value that is not a real number (a str, None, a bool) and a unit that is not a str
-        raise TypeError; a unit the table does not know, UnitSpecError."""
+        raise TypeError; a unit the table does not know, UnitSpecError; an int beyond a float
+        (10**400: an OverflowError from float()), ValueError."""
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"the value of a Quantity is a number (an int or a float), not "
                             f"{type(value).__name__}")
+        try:
+            float(value)
+        except OverflowError:
+            raise ValueError(f"the value of a Quantity is too large to represent (beyond "
+                             f"about 1.8e308): an int of {int(value).bit_length()} bits") from None
         if not isinstance(unit, str):
             raise TypeError(f"a unit is a unit name (a str such as \"kW\"), not "
                             f"{type(unit).__name__}")

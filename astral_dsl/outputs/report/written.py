@@ -9,7 +9,18 @@ import tempfile
 
 
 def write_whole(path: str, data: bytes) -> None:
-    """Write `data` to `path` whole; OSError (nothing left behind) when it cannot be."""
+    """Write `data` to `path` whole; OSError (nothing left behind) when it cannot be, naming
+    `path`: not the temporary file, a name the caller never gave (`No such file or directory:
+    'out/.astral-report-x1y2.tmp'` for a folder `out` that does not exist)."""
+    try:
+        _write_whole(path, data)
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror, path) from None     # its subclass, by errno
+
+
+def _write_whole(path: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".astral-report-", suffix=".tmp",
                                dir=os.path.dirname(os.path.abspath(path)))
     try:

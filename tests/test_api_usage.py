@@ -1,0 +1,131 @@
+"""The library used as a design tool uses it (docs/api.md): same input, same (equal) result;
+arguments of the wrong kind are TypeErrors naming them; the errors' messages name what the
+caller gave. Each test is a mistake a tool met through the API."""
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.explore.sweep import SweepError
+from astral_dsl.seer.calibration import FIT_FILE, shipped
+
+REPO = Path(__file__).resolve().parents[1]
+POD = REPO / "examples" / "single_pod.astral"
+A100 = REPO / "astral_dsl" / "seer" / "calibration" / "a100.csv"
+
+
+@pytest.fixture(scope="module")
+def ws() -> astral_dsl.Workspace:
+    return astral_dsl.compile(POD)
+
+
+def test_two_forecasts_of_the_same_input_are_equal(ws):
+    """`forecast(ws) == forecast(ws)` was False: `detail`, the seer.Forecast, holds its
+    Lowering, equal only to itself. The amounts are compared; the result still pickles."""
+    a, b = astral_dsl.forecast(ws), astral_dsl.forecast(ws)
+    assert a == b
+    assert a != astral_dsl.forecast(ws, zero=1)             # another what-if, another time
+    assert pickle.loads(pickle.dumps(a)) == a
+
+
+def test_score_runs_takes_a_calibration_as_the_other_functions_do(tmp_path):
+    """`score_runs(table, calibration=shipped())` was a TypeError ("calibration is a path"),
+    where forecast, sweep, report, diff and diagnosis take a Calibration or a fit file."""
+    lines = A100.read_text(encoding="utf-8").splitlines()
+    table = tmp_path / "two.csv"
+    table.write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
+    default = astral_dsl.score_runs(table)
+    assert len(default.rows) == 2
+    by_object = astral_dsl.score_runs(table, calibration=shipped())
+    by_file = astral_dsl.score_runs(table, calibration=FIT_FILE)
+    assert by_object.errors() == default.errors() == by_file.errors()
+    with pytest.raises(TypeError, match="calibration"):
+        astral_dsl.score_runs(table, calibration=5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda ws: astral_dsl.check(ws, all_scenarios="no"),
+    lambda ws: astral_dsl.check_file(POD, all_scenarios=1),
+    lambda ws: astral_dsl.check_file(POD, scenarios=5),
+    lambda ws: astral_dsl.check_file(POD, baseline="b.json"),
+], ids=["check", "check_file", "check_file scenarios", "check_file baseline"])
+def test_check_flags_and_names_are_of_their_kind(ws, call):
+    """`all_scenarios="no"` ran every scenario (a str is true); check_file took no look at
+    `scenarios` or `baseline` (`scenarios=5`: `'int' object is not iterable` from below)."""
+    with pytest.raises(TypeError, match="all_scenarios is a bool|scenarios is a list|"
+                                        "baseline is a Baseline"):
+        call(ws)
+
+
+def test_a_grid_value_of_the_wrong_kind_names_its_parameter():
+    with pytest.raises(TypeError, match=r"each value of grid\['hosts_per_rack'\] is an int"):
+        astral_dsl.sweep(POD, {"hosts_per_rack": [2, None]}, workers=1)
+    with pytest.raises(SweepError):        # the grid read before any point (NaN: no number)
+        astral_dsl.sweep(POD, {"hosts_per_rack": [float("nan")]}, workers=1)
+
+
+def test_nan_is_not_a_number_not_too_large(ws):
+    """`forecast(micro=float("nan"))` said "`batch.micro` is too large to represent"."""
+    with pytest.raises(astral_dsl.ForecastError, match=r"`batch.micro` is not a number \(NaN\)"):
+        astral_dsl.forecast(ws, micro=float("nan"))
+    with pytest.raises(astral_dsl.ForecastError, match="too large to represent"):
+        astral_dsl.forecast(ws, micro=float("inf"))
+
+
+def test_a_page_that_cannot_be_written_names_the_output(ws, tmp_path):
+    """A missing folder said `No such file or directory: '.../nodir/.astral-report-x.tmp'`, a
+    file the caller never named; and nothing is left behind."""
+    out = tmp_path / "nodir" / "review.html"
+    with pytest.raises(FileNotFoundError) as info:
+        astral_dsl.report(ws, out)
+    assert info.value.filename == str(out)
+    with pytest.raises(IsADirectoryError) as info:
+        astral_dsl.report(ws, tmp_path)
+    assert info.value.filename == str(tmp_path)
+    assert os.listdir(tmp_path) == []
+    assert not [n for n in os.listdir(tmp_path.parent) if n.startswith(".astral-report-")]
+
+
+def test_the_arguments_module_exports_what_it_defines():
+    """Its __all__ named `whole`, which it does not define: `import *` raised."""
+    from astral_dsl.api import arguments
+
+    assert all(hasattr(arguments, name) for name in arguments.__all__)
+
+
+@pytest.mark.parametrize("digits", [400, 5000])        # 5000: beyond str()'s 4300 digits
+def test_a_quantity_beyond_a_float_is_a_value_error(digits):
+    """`Quantity.of(10**400, "kW")` raised OverflowError from float() inside the library."""
+    with pytest.raises(ValueError, match="too large to represent"):
+        astral_dsl.Quantity.of(10**digits, "kW")
+    assert astral_dsl.Quantity.of(2**70, "B").si == 2.0**70 * 8        # bits, exactly
+
+
+def test_the_documented_errors_and_results_are_top_level_names():
+    """`except astral_dsl.SweepError` was an AttributeError (only `astral_dsl.explore.sweep`
+    had it); each name is its module's class, and `dir()` lists the API."""
+    from astral_dsl.diagnose import DiagnoseError
+    from astral_dsl.diagnose.model import Diagnosis
+    from astral_dsl.explore.sweep import SweepError, SweepResult
+    from astral_dsl.outputs.report import ReviewError
+
+    for cls in (DiagnoseError, Diagnosis, SweepError, SweepResult, ReviewError):
+        assert getattr(astral_dsl, cls.__name__) is cls
+        assert cls.__name__ in astral_dsl.__all__ and cls.__name__ in dir(astral_dsl)
+    with pytest.raises(astral_dsl.SweepError):
+        astral_dsl.sweep(POD, {"nonesuch": [1]}, workers=1)
+
+
+def test_an_unreadable_fit_or_operator_table_is_a_value_error_naming_it(ws, tmp_path):
+    """As docs/api.md says: the path, and why (here: it does not exist, or is a folder)."""
+    missing = tmp_path / "none.json"
+    with pytest.raises(ValueError, match=f"{missing}: cannot read a calibration fit"):
+        astral_dsl.forecast(ws, calibration=missing)
+    with pytest.raises(ValueError, match=f"{tmp_path}: cannot read a calibration fit"):
+        astral_dsl.score_runs(A100, calibration=tmp_path)
+    with pytest.raises(ValueError, match=f"{tmp_path / 'none.csv'}: No such file"):
+        astral_dsl.forecast(ws, operator_table=tmp_path / "none.csv")
