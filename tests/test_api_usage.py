@@ -129,3 +129,16 @@ def test_an_unreadable_fit_or_operator_table_is_a_value_error_naming_it(ws, tmp_
         astral_dsl.score_runs(A100, calibration=tmp_path)
     with pytest.raises(ValueError, match=f"{tmp_path / 'none.csv'}: No such file"):
         astral_dsl.forecast(ws, operator_table=tmp_path / "none.csv")
+
+
+def test_a_sweep_of_a_file_that_cannot_be_read_raises_with_its_error(tmp_path):
+    # it returned a result of no rows, the cause only in `base.diagnostics`
+    for path, said in ((tmp_path / "missing.astral", "No such file"), (tmp_path, "directory")):
+        with pytest.raises(astral_dsl.SweepError, match=said) as caught:
+            astral_dsl.sweep(path, {"hosts_per_rack": [2]})
+        assert [d.code for d in caught.value.diagnostics] == ["E100"]
+    bad = tmp_path / "bad.astral"
+    bad.write_text("site S { racks = }\n", encoding="utf-8")
+    with pytest.raises(astral_dsl.SweepError) as caught:
+        astral_dsl.sweep(bad, {"hosts_per_rack": [2]})
+    assert caught.value.diagnostics and caught.value.diagnostics[0].code.startswith("E1")

@@ -79,8 +79,9 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     `--grid`, e.g. "2..6"); one row per point (`rows`: params, metrics, diagnostics),
     forecasting `job` when named, with `calibration` (a Calibration or a fit file, as `astral
     sweep --calibration`; default: the shipped fit). Raises explore.sweep.SweepError for a
-    malformed grid, an unknown parameter, job or scenario, or `workers` below 1 or above 1,024
-    (pools.MAX_LOCAL_WORKERS); TypeError for arguments of the wrong kind (a Workspace of source text: its points are compiled again from the file, in
+    malformed grid, an unknown parameter, job or scenario, `workers` below 1 or above 1,024
+    (pools.MAX_LOCAL_WORKERS), or a file that cannot be read, parsed or imported (its errors in
+    `diagnostics`: E100, E1xx, E207); TypeError for arguments of the wrong kind (a Workspace of source text: its points are compiled again from the file, in
     worker processes)."""
     from astral_dsl.explore import sweep as _sweep
 
@@ -116,8 +117,15 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     specs = [f"{name}={values}" if isinstance(values, str) else
              f"{name}=" + ",".join(_one(name, v, path) for v in _listed(name, values))
              for name, values in grid.items()]
-    return _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
-                      workers=workers, calibration=_fit(calibration))
+    result = _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
+                        workers=workers, calibration=_fit(calibration))
+    if _sweep.front_end_fatal(result.base):
+        # the file cannot be read, parsed or imported (E1xx, E207): no point can be swept; the
+        # command line prints the design's errors and exits 1, the API says so rather than
+        # return a result of no rows whose cause only `base.diagnostics` holds
+        errors = [d for d in result.base.diagnostics if d.is_error]
+        raise _sweep.SweepError(f"{errors[0].code}: {errors[0].message}", errors)
+    return result
 
 
 def _listed(name: str, values: object) -> Sequence[ParamValue]:
