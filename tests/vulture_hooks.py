@@ -31,8 +31,9 @@ _.on_diagnostics
 _._workspace
 
 # Python calls a module's __getattr__ for a name it lacks (PEP 562: the lazy API of
-# astral_dsl/__init__.py, api/__init__.py and seer/__init__.py)
-_.__getattr__
+# astral_dsl/__init__.py, api/__init__.py and seer/__init__.py), and its __dir__ for dir() of it
+# (PEP 562: astral_dsl/__init__.py lists the lazy API's names)
+_.__getattr__, _.__dir__
 
 # Python reads a function's __defaults__ when it is called with fewer arguments (syntax/ast.py:
 # the defaults of a node's __init__)
