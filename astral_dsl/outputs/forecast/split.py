@@ -6,9 +6,10 @@ layer on the last stage (seer/params.py stage_params), the multi-token predictio
 the model's last layer, on the last stage (stages.chunk_layers)."""
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from astral_dsl.seer.stages import split_source
 
@@ -27,12 +28,13 @@ def chunk_counts(fc) -> List[List[int]]:
     return counts
 
 
-def stage_split(fc) -> Dict[str, Any]:
+def stage_split(fc, counts: Optional[List[List[int]]] = None) -> Dict[str, Any]:
     """`parallelism.stage_split`: `layers` per stage, `chunks` per stage and chunk (null with
     one virtual stage), `source` ("layout", "stages", "derived", "even"), `rule` (the framework
     whose split was derived, else null), where the embedding and the output layer are, and the
-    MTP layers on the last stage."""
-    job, counts = fc.job, chunk_counts(fc)
+    MTP layers on the last stage. `counts`: chunk_counts(fc), when the caller has them."""
+    job = fc.job
+    counts = chunk_counts(fc) if counts is None else counts
     source = split_source(job)
     return {"layers": [sum(row) for row in counts],
             "chunks": counts if job.parallel.v > 1 else None,
@@ -43,13 +45,10 @@ def stage_split(fc) -> Dict[str, Any]:
 
 def runs(xs: Sequence[int]) -> str:
     """A list as the language writes it, `count x value` for a run: [11, 6 x 12, 11]."""
-    out, i = [], 0
-    while i < len(xs):
-        j = i
-        while j + 1 < len(xs) and xs[j + 1] == xs[i]:
-            j += 1
-        out.append(f"{j - i + 1} x {xs[i]}" if j > i else str(xs[i]))
-        i = j + 1
+    out = []
+    for x, group in itertools.groupby(xs):
+        n = len(list(group))
+        out.append(f"{n} x {x}" if n > 1 else str(x))
     return "[" + ", ".join(out) + "]"
 
 
@@ -85,8 +84,8 @@ def split_lines(fc) -> List[str]:
     """The text's `stages` line (wrapped), when the stages (or their chunks) do not hold as many
     layers each: per stage, per chunk in model order (as `layout` states them) when interleaved, the
     embedding's and the output layer's stages, and where the split comes from."""
-    split = stage_split(fc)
     counts, par = chunk_counts(fc), fc.job.parallel
+    split = stage_split(fc, counts)
     if len({n for row in counts for n in row}) <= 1:
         return []
     text = f"layers {runs(split['layers'])}"
