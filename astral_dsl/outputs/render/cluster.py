@@ -9,8 +9,9 @@ from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed, watts
 from astral_dsl.outputs.render.labels import Line
 from astral_dsl.outputs.render.style import AMBER, GREY_FILL, Canvas
-from astral_dsl.outputs.render.tree import GROUPING, SCOPE_KINDS, Tree, counted, level, \
-    nic_ports, power_line, summary
+from astral_dsl.model.tier_groups import SCOPE_KINDS
+from astral_dsl.outputs.render.tree import GROUPING, Tree, counted, level, nic_ports, \
+    power_line, summary
 
 MAX_RAILS = 16
 

@@ -11,8 +11,8 @@ from astral_dsl.outputs.render.cluster import Fabric, fabrics_of, scenario_lines
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed
 from astral_dsl.outputs.render.labels import Line
 from astral_dsl.outputs.render.style import Canvas
-from astral_dsl.outputs.render.tree import SCOPE_KINDS, counted, level, nic_ports, \
-    power_line, summary
+from astral_dsl.model.tier_groups import SCOPE_KINDS
+from astral_dsl.outputs.render.tree import counted, level, nic_ports, power_line, summary
 
 MAX_COLUMNS = 32           # rail x plane columns drawn one by one; more are drawn per tier only
 

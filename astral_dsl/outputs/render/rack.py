@@ -15,7 +15,7 @@ from astral_dsl.analyses.fabric_names import TierKey, place, port_name, ports_be
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed, watts
 from astral_dsl.outputs.render.labels import Line
 from astral_dsl.outputs.render.style import PLANE_EDGE, RED, RED_FILL, Canvas
-from astral_dsl.outputs.render.tree import SCOPE_KINDS
+from astral_dsl.model.tier_groups import SCOPE_KINDS
 
 MAX_HOSTS = 16
 MAX_ROWS = 32          # GPUs / NICs listed per host

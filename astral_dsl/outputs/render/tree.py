@@ -10,7 +10,6 @@ from astral_dsl import records
 from astral_dsl.analyses.walk import owned
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
-from astral_dsl.model.tier_groups import SCOPE_KINDS   # noqa: F401  (the views import it here)
 from astral_dsl.outputs.render.numbers import n, watts
 from astral_dsl.outputs.render.labels import Line
 
