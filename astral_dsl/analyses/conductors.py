@@ -86,6 +86,12 @@ def _reactance(f: Instance, pf: float, diags) -> float:
 LEAST_POWER_FACTOR = 0.5
 
 
+def rated_in_va(f: Instance) -> bool:
+    """Whether a feeder's `capacity` is written in volt-amperes (`800 kVA`): apparent power
+    (feeders.rated_capacity)."""
+    return str(getattr(f.field("capacity"), "unit", "")).endswith("VA")
+
+
 def power_factor_domain(inst: Instance, diags) -> None:
     """W632 for a `power_factor` below LEAST_POWER_FACTOR (a feeder's or a transformer's)."""
     pf = _si(inst.field("power_factor"))
@@ -122,7 +128,7 @@ def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool)
     if kind != "dc":
         power_factor_domain(f, diags)
     if kind != "dc" and serves and _si(f.field("power_factor")) is None:
-        kva = str(getattr(f.field("capacity"), "unit", "")).endswith("VA")
+        kva = rated_in_va(f)
         diags.append(_warn("W621", f"AC feeder `{f.path}` declares no `power_factor`: its current "
                                    f"and voltage drop are taken at 1, the least current its load "
                                    f"can draw" + (", and its kVA rating as holding as many kW"

@@ -65,6 +65,13 @@ class FeederResult:
     equipment_v: Optional[float] = None   # at the equipment at the batteries' end of discharge
 
     @property
+    def rating(self) -> Optional[float]:
+        """The capacity as stated: VA for a rating in kVA (`rating_pf`), else W."""
+        if self.capacity_w and self.rating_pf:
+            return self.capacity_w / self.rating_pf
+        return self.capacity_w
+
+    @property
     def carried_w(self) -> float:
         """What flows through the feeder where its current is worst: its larger share (normal
         or failover), divided by its own efficiency."""
@@ -231,9 +238,8 @@ def rated_capacity(f: Instance, kind: str) -> Tuple[Optional[float], Optional[fl
     holds a load of kW = kVA x power factor (the feeder's `power_factor`; 1 when it declares
     none, which W621 says), as a transformer's does (analyses/chain.py). On a DC feeder a VA
     and a W are one."""
-    q = f.field("capacity")
-    cap = _si(q)
-    if cap is None or kind == "dc" or not str(getattr(q, "unit", "")).endswith("VA"):
+    cap = _si(f.field("capacity"))
+    if cap is None or kind == "dc" or not conductors.rated_in_va(f):
         return cap, None
     pf = _si(f.field("power_factor")) or 1.0
     return cap * pf, pf

@@ -96,8 +96,7 @@ def _levels(eng: Engineering) -> Table:
 
 def _ratings(fs) -> List[str]:
     """The feeders' capacities as stated: a rating in kVA (feeders.rated_capacity) in kVA."""
-    cells = readable.powers([f.capacity_w / f.rating_pf if f.rating_pf and f.capacity_w
-                             else f.capacity_w for f in fs])
+    cells = readable.powers([f.rating for f in fs])
     return [readable.apparent(c) if f.rating_pf else c for c, f in zip(cells, fs)]
 
 

@@ -190,7 +190,7 @@ def _feeders(ev, frames, eng) -> List[Limit]:
             note = (f"through its own {format_number(round(100 / fr.input_ratio, 4))} % "
                     "efficiency: the conductors carry the load divided by it")
         if fr.rating_pf:
-            stated = readable.apparent(readable.power(fr.capacity_w / fr.rating_pf))
+            stated = readable.apparent(readable.power(fr.rating))
             rated = (f"its rating of {stated} holds kVA x power factor "
                      f"{format_number(round(fr.rating_pf, 4))} of kW")
             note = f"{note}; {rated}" if note else rated

@@ -185,7 +185,7 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
         cap = r.capacity_w
         # a rating in kVA as stated, with the real power it holds (analyses/feeders.py
         # rated_capacity), as the size report and E620/E621 say it
-        rated = (f"{apparent(watts(cap / r.rating_pf))} ({watts(cap)})"
+        rated = (f"{apparent(watts(r.rating))} ({watts(cap)})"
                  if cap and r.rating_pf else watts(cap))
         lines.append(Line(f"capacity {rated}" + (" each" if r.count > 1 else ""),
                           small=True))
