@@ -359,3 +359,25 @@ scenario hosts { set Node.power = 11 kW }
     assert scenario_json("hosts", by["hosts"].applied)["changed"] == [
         {"target": "Node", "field": "power", "value": "11 kW", "kind": "host",
          "replicas": 65_536}]
+
+
+def test_the_groups_a_selection_names_are_the_tiers_scope_kinds_of_model_tier_groups():
+    """Which kinds of instance a tier's `scope` names is model/tier_groups.py's (kinds_of,
+    scope_kinds): the selections of the language (semantics/access.py) read it there, as the
+    analyses and the views do; it was a twin table in access.py, and `SCOPE_KINDS.get(scope,
+    (scope,))` at twelve places."""
+    import re
+
+    package = REPO / "astral_dsl"
+    spelt = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                   if re.search(r'"row": \("row", "block"\)|SCOPE_KINDS\.get\(', p.read_text()))
+    assert spelt == ["model/tier_groups.py"]
+    # a `block` tier's groups are named by block or by row; the site's one group by none
+    for target in ("S.fabric.block[1].rail[0].leaf", "S.fabric.row[1].rail[0].leaf"):
+        assert _errors(BLOCKS.replace("fail S.fabric.rail[3].leaf[0]", f"fail {target}")) == []
+    (error,) = _errors(BLOCKS.replace("fail S.fabric.rail[3].leaf[0]",
+                                      "fail S.fabric.pod[0].rail[0].leaf"))
+    assert (error.code, error.message) == ("E209", "fabric `F` has no member `pod`")
+    (error,) = _errors(BLOCKS.replace("fail S.fabric.rail[3].leaf[0]",
+                                      "fail S.fabric.site[0].spine"))
+    assert (error.code, error.message) == ("E209", "fabric `F` has no member `site`")

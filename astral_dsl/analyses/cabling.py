@@ -19,10 +19,11 @@ from __future__ import annotations
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from astral_dsl import records
-from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
+from astral_dsl.analyses.network import fabric_counts
 from astral_dsl.analyses.rank_placement import HostSlot, _members, _port_groups, _walk, \
     host_wiring
 from astral_dsl.model.design import Design
+from astral_dsl.model.tier_groups import kinds_of
 
 @records.frozen
 class HostLinks:
@@ -72,7 +73,7 @@ def host_links(design: Design, owner_paths: Dict[str, List[str]],
 
 def _slots(owner, replica: str, fc, cache) -> Iterator[HostSlot]:
     """The hosts of a fabric's owner replica, numbered in the walk's order."""
-    scope_kinds = sorted({k for t in fc.tiers for k in _SCOPE_KINDS.get(t.scope, (t.scope,))})
+    scope_kinds = sorted({k for t in fc.tiers for k in kinds_of(t.scope)})
     counters: Dict[str, int] = {}
     chain = [(None, 0, [0], owner)]
     for index, slot in enumerate(_walk(owner, replica, replica, scope_kinds, counters, chain,

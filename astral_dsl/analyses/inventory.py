@@ -100,9 +100,10 @@ def named(pattern, values: Dict, path: str) -> Tuple[str, Tuple[str, ...]]:
 def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
     """Every switch of every fabric tier, for each replica of the fabric's owner (`owners`:
     canonical owner path -> replica paths, from parts())."""
-    from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
+    from astral_dsl.analyses.network import fabric_counts
     from astral_dsl.analyses.walk import Resolver
     from astral_dsl.model.rollup import count_of
+    from astral_dsl.model.tier_groups import kinds_of
 
     cache: Dict = {}
     resolve = Resolver(design)
@@ -117,7 +118,7 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
                 tier = resolve.by_path.get(t.switch)
                 decl = _tier(design, fc.fabric, t.name)
                 pattern = decl.field("name") if decl is not None else None
-                kinds = _SCOPE_KINDS.get(t.scope, (t.scope,))
+                kinds = kinds_of(t.scope)
                 scoped = owner.kind not in kinds and t.scope is not None
                 scopes = [None] if not scoped else [
                     (t.scope, i) for i in range(count_of(owner, kinds, cache))]

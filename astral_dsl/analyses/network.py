@@ -37,10 +37,10 @@ from astral_dsl.analyses.network_records import FabricCount, Hosts, TierCount
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.rollup import count_of, group_of
+from astral_dsl.model.tier_groups import kinds_of
 from astral_dsl.model.values import Bundle, ListValue, Symbol
 from astral_dsl.units import Quantity
 
-_SCOPE_KINDS = network_groups.SCOPE_KINDS
 _LEVEL = network_paths.LEVEL
 
 
@@ -147,7 +147,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         if _LEVEL.get(scope_name, 9) > _LEVEL.get(owner.kind, 9):
             scope_name = owner.kind          # E606 (network_checks) says so
         found = None if scope_name == owner.kind else count_of(
-            owner, _SCOPE_KINDS.get(scope_name, (scope_name,)), cache)
+            owner, kinds_of(scope_name), cache)
         scopes = found or 1                  # none found: E606
         groups = scopes * split
         demand = hosts.ports if prev is None else prev.up_links // mult

@@ -26,7 +26,7 @@ import attrs
 
 from astral_dsl.analyses import fabric_names, formulas
 from astral_dsl.model.rollup import count_of, group_of
-from astral_dsl.model.tier_groups import SCOPE_KINDS
+from astral_dsl.model.tier_groups import kinds_of, scope_kinds
 from astral_dsl.model.values import Group, plane_label
 # (scope instances in a row, canonical path of their instance, switches per group, reach,
 # links each of their groups serves from below)
@@ -232,7 +232,7 @@ def exact_tier(tc, owner, scope: str, found, cache, hosts, hosts_of, wire, prev,
     """The tier (network_records.TierCount) with each group sized for itself (each scope
     instance's, and within one each rail's and plane's: `by_group`) when they differ, else as
     counted; and its groups' sizes, for the tier above."""
-    kinds = None if scope == owner.kind else SCOPE_KINDS.get(scope, (scope,))
+    kinds = scope_kinds(scope, owner.kind)
     down = tc.down_ports
     if not down or (prev is None and not (found or kinds is None)):
         return tc, None
@@ -244,7 +244,7 @@ def exact_tier(tc, owner, scope: str, found, cache, hosts, hosts_of, wire, prev,
                 "rail" in tc.per, "plane" in tc.per), mine.ports / max(1, split))
         found_exact, keyed = exact(owner, kinds, cache, down, ports=ports)
     elif nested and prev_exact is not None and split and prev_split % split == 0:
-        lower = None if prev.scope == owner.kind else SCOPE_KINDS.get(prev.scope, (prev.scope,))
+        lower = scope_kinds(prev.scope, owner.kind)
         per = tc.per
         found_exact, keyed = exact(owner, kinds, cache, down, lower=(
             lower, prev_exact, prev.up_ports,
@@ -303,7 +303,7 @@ def largest(owner, scope: str, cache, hosts, hosts_of, rails: int, planes: int,
     holds (0 when they do not nest: `split` 0). Scope instances may differ in size (`pods = [1 x
     Big, 3 x Small]`) and NICs may split unevenly over the rails: the counts are the largest
     group's, never the average's (which would leave the largest unwireable)."""
-    kinds = SCOPE_KINDS.get(scope, (scope,))
+    kinds = kinds_of(scope)
     insts = [owner] if scope == owner.kind else \
         [i for _, i in group_of(owner, kinds, cache).flat()]
 
@@ -313,7 +313,7 @@ def largest(owner, scope: str, cache, hosts, hosts_of, rails: int, planes: int,
         if not split:
             return 0
         lower = 1 if prev.scope == owner.kind else \
-            count_of(inst, SCOPE_KINDS.get(prev.scope, (prev.scope,)), cache)
+            count_of(inst, kinds_of(prev.scope), cache)
         return lower * prev_split // split
     best, at = 0, owner
     for inst in insts:
@@ -330,7 +330,7 @@ def own(owner, scope: str, cache, hosts, hosts_of, rails: int, planes: int,
         per: Tuple[str, ...], down: int) -> int:
     """First-tier switches of the owner with each group sized for its own hosts."""
     pairs = [(1, owner)] if scope == owner.kind else \
-        group_of(owner, SCOPE_KINDS.get(scope, (scope,)), cache).flat()
+        group_of(owner, kinds_of(scope), cache).flat()
     return sum(n * fabric_names.own_switches(
         [(k[0], lay) for k, lay in zip(mine.kinds, mine.layouts)], rails, planes, "rail" in per,
         "plane" in per, down) for n, mine in ((n, hosts if i is owner else hosts_of(i, cache))
@@ -352,6 +352,6 @@ def rounding_reason(name: str, prev, needed: int, per_group: int, plane: Optiona
             f"{down} downlinks), so {prev.per_group} planes x {plane} = {per_group}")
 
 
-__all__ = ["MAX_RUNS", "Run", "SCOPE_KINDS", "at", "busiest_per_host", "busiest_ports", "by_group",
+__all__ = ["MAX_RUNS", "Run", "at", "busiest_per_host", "busiest_ports", "by_group",
            "describe", "distinct", "exact", "exact_tier", "group_of_key", "largest", "of_path",
            "own", "positions", "rounding_reason", "runs", "span", "upper_size"]

@@ -12,12 +12,13 @@ from astral_dsl import records
 from astral_dsl.analyses.fabric_names import PortPlace, TierKey, place, port_name, \
     ports_before, wiring
 from astral_dsl.analyses.job_racks import Quota, hosts_per_rack
-from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
+from astral_dsl.analyses.network import fabric_counts
 from astral_dsl.analyses.network_records import FabricCount
 from astral_dsl.analyses.nvlink_share import rack_domain, rack_is_domain
 from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.rollup import count_of, group_of
+from astral_dsl.model.tier_groups import kinds_of
 from astral_dsl.model.values import Group
 from astral_dsl.units import Quantity
 
@@ -80,7 +81,7 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
         wanted = [design.roots[0].path] if design.roots else []
     root = owner if owner is not None else None
     scope_kinds = sorted({k for t in (fc.tiers if fc else ()) for k in
-                          _SCOPE_KINDS.get(t.scope, (t.scope,))})
+                          kinds_of(t.scope)})
     found = 0
     n = hosts_per_rack(job)             # the one rule of a job's share of a rack: job_racks.py
     quota = Quota(n)
@@ -298,7 +299,7 @@ def _scope(slot: HostSlot, scope: str,
            owner_kind) -> Optional[Tuple[Optional[str], int, int, Instance]]:
     """(kind, or None when the scope is the fabric's owner; index; hosts before; the instance)
     of the host's instance of a tier's scope."""
-    kinds = _SCOPE_KINDS.get(scope, (scope,))
+    kinds = kinds_of(scope)
     for kind, idx, before, inst in reversed(slot.scopes):
         if kind in kinds or (kind is None and owner_kind in kinds):
             return kind, idx, before, inst

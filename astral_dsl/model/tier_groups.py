@@ -1,5 +1,6 @@
 """The groups of a fabric's switch tier as paths name them: the kinds of instance a tier's scope
-names (SCOPE_KINDS), and the group a hint gives as an example (example_group): E219's
+names (SCOPE_KINDS, read through kinds_of and scope_kinds by the language's selections, the
+analyses, Seer and the views), and the group a hint gives as an example (example_group): E219's
 (analyses/fabric_layout.py) and E209's for a tier asked of a part of the hierarchy
 (semantics/fail_hints.py), both written by model.values.fabric_path."""
 from __future__ import annotations
@@ -11,10 +12,16 @@ SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "blo
                "pod": ("pod",), "hall": ("hall",), "site": ("site",)}
 
 
+def kinds_of(scope: str) -> Tuple[str, ...]:
+    """The kinds of instance a tier's `scope` names (a `row` tier's groups are rows or blocks;
+    a scope the table does not list, its own kind)."""
+    return SCOPE_KINDS.get(scope, (scope,))
+
+
 def scope_kinds(scope: str, owner_kind: str) -> Optional[Tuple[str, ...]]:
     """The kinds of instance a tier's groups are, for its `scope` in a fabric of an `owner_kind`
     (None: the tier's group is the owner)."""
-    return None if scope == owner_kind else SCOPE_KINDS.get(scope, (scope,))
+    return None if scope == owner_kind else kinds_of(scope)
 
 
 def example_group(scope: str, owner_kind: str, per: Sequence[str],

@@ -10,9 +10,9 @@ from astral_dsl.analyses.fabric_names import busiest, wiring
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, path_steps, \
     route_below
 from astral_dsl.analyses.job_racks import counter, hosts_per_rack, positions_of
-from astral_dsl.analyses.network import _SCOPE_KINDS
 from astral_dsl.model.design import Ref
 from astral_dsl.model.rollup import count_of, group_of
+from astral_dsl.model.tier_groups import kinds_of
 from astral_dsl.model.values import Group
 from astral_dsl.seer.comm import Tier
 
@@ -97,7 +97,7 @@ def tiers_of(design, fabric, layout: List[int], job_hosts, cache, spans=None) ->
     out: List[Tier] = []
     for i, t in enumerate(fabric.tiers):
         if owner is not None and t.scope != owner.kind:
-            kinds = _SCOPE_KINDS.get(t.scope, (t.scope,))
+            kinds = kinds_of(t.scope)
             reach = _reach_of_job(kinds, spans) if spans is not None else None
             if reach is None:
                 scopes = group_of(owner, kinds, cache).flat()

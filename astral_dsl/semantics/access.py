@@ -9,6 +9,7 @@ from typing import Optional
 
 from astral_dsl.diagnostics import Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS
+from astral_dsl.model.tier_groups import SCOPE_KINDS, scope_kinds
 from astral_dsl.model.values import (Bundle, FabricAxis, FabricSelection, Group,
                                      ListValue, NicPort, PortAxis, RangeValue, Run, Symbol,
                                      Values, plane_label, port_label, type_name)
@@ -108,9 +109,11 @@ def _collect(pairs):
     return Values(tuple(merged))
 
 
-# a tier's scope -> the kinds of instance its groups are (a `row` tier's groups are rows or blocks)
-_SCOPE_AXES = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "block"),
-               "pod": ("pod",), "hall": ("hall",)}
+def _scope_kinds(scope) -> tuple:
+    """The kinds of instance a selection may name a tier's groups by, for its declared `scope`
+    (model/tier_groups.py: a `row` tier's groups are rows or blocks): none without a scope,
+    nor for a `site` tier, whose one group is the site, the design's root."""
+    return (scope_kinds(scope, "site") or ()) if scope in SCOPE_KINDS else ()
 
 
 def _tiers(fabric: Frame):
@@ -123,7 +126,7 @@ def _scope_axes(x, fabric: Frame):
     out = set()
     for name in _tiers(fabric):
         scope = _declared(x, x.host.field(fabric, name), "scope")
-        out.update(_SCOPE_AXES.get(getattr(scope, "name", None), ()))
+        out.update(_scope_kinds(getattr(scope, "name", None)))
     return out
 
 
@@ -166,7 +169,7 @@ def _split_by(x, sel: FabricSelection, name: str, span: Span) -> None:
         if chosen is not None and axis not in per_names:
             fail("E209", f"tier `{name}` is not split by {axis}: its switches serve every "
                          f"{axis}", span, f"name them all: `{sel.fabric.display}.{name}`")
-    if sel.scope is not None and sel.scope[0] not in _SCOPE_AXES.get(scope, ()):
+    if sel.scope is not None and sel.scope[0] not in _scope_kinds(scope):
         fail("E209", f"tier `{name}` has `scope = {scope or 'its owner'}`: its groups are not "
                      f"one per {sel.scope[0]}", span,
              f"write `{sel.fabric.display}.{name}` or select its groups by their {scope}")

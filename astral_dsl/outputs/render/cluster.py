@@ -9,7 +9,7 @@ from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed, watts
 from astral_dsl.outputs.render.labels import Line
 from astral_dsl.outputs.render.style import AMBER, GREY_FILL, Canvas
-from astral_dsl.model.tier_groups import SCOPE_KINDS
+from astral_dsl.model.tier_groups import kinds_of
 from astral_dsl.outputs.render.tree import GROUPING, Tree, counted, level, nic_ports, \
     power_line, summary
 
@@ -39,7 +39,7 @@ class Fabric:
 
     def scope_count(self, ctx, inst, i: int) -> int:
         """Groups of tier i's scope inside one replica of `inst`."""
-        kinds = SCOPE_KINDS.get(self.tiers[i].scope, (self.tiers[i].scope,))
+        kinds = kinds_of(self.tiers[i].scope)
         if inst.kind in kinds:
             return 1
         return count_of(inst, kinds, ctx.cache) or 1
@@ -50,7 +50,7 @@ class Fabric:
         replica of `inst`: its groups' there (groups of different sizes: each its own,
         network_groups)."""
         t = self.tiers[i]
-        kinds = SCOPE_KINDS.get(t.scope, (t.scope,))
+        kinds = kinds_of(t.scope)
         if t.by_group and (rail is not None or plane is not None):
             if inst.kind in kinds:
                 return t.size_of(inst.path, rail, plane)

@@ -11,7 +11,7 @@ from astral_dsl.outputs.render.cluster import Fabric, fabrics_of, scenario_lines
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed
 from astral_dsl.outputs.render.labels import Line
 from astral_dsl.outputs.render.style import Canvas
-from astral_dsl.model.tier_groups import SCOPE_KINDS
+from astral_dsl.model.tier_groups import kinds_of
 from astral_dsl.outputs.render.tree import counted, level, nic_ports, power_line, summary
 
 MAX_COLUMNS = 32           # rail x plane columns drawn one by one; more are drawn per tier only
@@ -194,7 +194,7 @@ def _outside_size(f: Fabric, i: int, located, key: Key = (None, None)) -> int:
     on the key's rail and plane: its scope instance's own when the tier's groups differ in size
     (network_groups)."""
     t = f.tiers[i]
-    kinds = SCOPE_KINDS.get(t.scope, (t.scope,))
+    kinds = kinds_of(t.scope)
     holder = next((x for x in reversed(located.chain()) if x.kind in kinds), None)
     return t.size_of(holder.path, *key) if holder is not None else t.size(None, *key)
 
@@ -203,7 +203,7 @@ def _axis(f: Fabric, i: int, pod, located) -> Optional[Tuple[str, int]]:
     """The pod as an axis of a tier group (kind, index): when the fabric belongs to a wider
     part and the tier's scope is the pod; None otherwise."""
     t = f.tiers[i]
-    if f.owner is not pod and pod.kind in SCOPE_KINDS.get(t.scope, (t.scope,)) and \
+    if f.owner is not pod and pod.kind in kinds_of(t.scope) and \
             located.steps:
         return (pod.kind, located.steps[-1].index or 0)
     return None

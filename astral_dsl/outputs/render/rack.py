@@ -15,7 +15,7 @@ from astral_dsl.analyses.fabric_names import TierKey, place, port_name, ports_be
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed, watts
 from astral_dsl.outputs.render.labels import Line
 from astral_dsl.outputs.render.style import PLANE_EDGE, RED, RED_FILL, Canvas
-from astral_dsl.model.tier_groups import SCOPE_KINDS
+from astral_dsl.model.tier_groups import kinds_of
 
 MAX_HOSTS = 16
 MAX_ROWS = 32          # GPUs / NICs listed per host
@@ -47,7 +47,7 @@ def _scope(f: Fabric, located) -> Tuple[int, Optional[Instance]]:
     """(chain position, instance) of the first tier's group that holds the located part."""
     chain = located.chain()
     t0 = f.tiers[0]
-    kinds = SCOPE_KINDS.get(t0.scope, (t0.scope,))
+    kinds = kinds_of(t0.scope)
     owner_at = next((k for k, c in enumerate(chain) if c is f.owner), None)
     if owner_at is None:
         return 0, None
