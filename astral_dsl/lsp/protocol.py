@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import re
 from typing import Callable, List, Optional
 from urllib.parse import unquote
 
@@ -18,6 +17,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from astral_dsl.line_ends import lines_kept
 from astral_dsl.lsp import workers
 
 log = logging.getLogger("astral.lsp")
@@ -121,10 +121,7 @@ def lsp_lines(text: str) -> List[str]:
     """The lines of `text` with their line breaks, as LSP counts them: a line ends at `\n`,
     `\r\n` or `\r` only (Python's splitlines also ends one at `\x0b`, `\x0c`, `\x1c`-`\x1e`,
     `\x85`, U+2028 and U+2029, which an editor shows within its line)."""
-    return _LINE.findall(text)
-
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+    return list(lines_kept(text))
 
 
 def edited(text: str, rng: lsp.Range, new: str, units: Callable[[str], int]) -> str:

@@ -21,6 +21,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.regularfile import open_regular
 from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.line_ends import lines_of
 from astral_dsl.observe import kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
@@ -330,7 +331,7 @@ def _json(path: str, text: str, stripped: str):
 def _looks_like_log(stripped: str) -> bool:
     """JSON Lines of a rank log: the first of its first 8 lines that parses is an object with
     `rank` and `phase` (a bad first row is the log reader's to report)."""
-    for line in ranklog.lines_of(stripped, 8)[:8]:
+    for line in lines_of(stripped, 8)[:8]:
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections import Counter
 from typing import Dict, List, Tuple
 
@@ -34,6 +33,7 @@ import attrs
 import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.line_ends import lines_of
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.log_numbers import (MAX_SECONDS, MAX_WHOLE, SCALARS, SCALAR_TYPES,
                                             floats_of, ints_of, json_kind, rounded_to_max,
@@ -66,17 +66,6 @@ def timers_of(names) -> str:
     """What a log's compute rows measure, from its phase names (RankTrace.timers)."""
     return "megatron" if any(str(n or "").strip().lower() in WALL_TIMERS
                              for n in set(names)) else "compute"
-
-
-# the line ends of a rank log: \n, \r\n and a lone \r (a classic Mac or a converted file's),
-# never str.splitlines' others (U+2028, U+0085, \x1c-\x1e ...), which a JSON string may hold
-# raw: a line cut there was two unreadable rows (E784) instead of one row
-LINE_END = re.compile(r"\r\n?|\n")
-
-
-def lines_of(text: str, most: int = 0) -> List[str]:
-    """The lines of a rank log's text (the first `most` + 1 at most, when given)."""
-    return LINE_END.split(text, most)
 
 
 def looks_like_csv(text: str) -> bool:
@@ -351,5 +340,5 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
     return rank, (it, phase, start, dur, peer_i, op, -1)
 
 
-__all__ = ["ALIASES", "LINE_END", "REQUIRED", "WALL_TIMERS", "timers_of", "lines_of", "looks_like_csv",
+__all__ = ["ALIASES", "REQUIRED", "WALL_TIMERS", "timers_of", "looks_like_csv",
            "read_csv", "read_jsonl"]

@@ -11,11 +11,11 @@ two relative half-units add (a ratio's relative error). The shipped tables agree
 largest, modern.csv r241: 0.86 of its tolerance)."""
 from __future__ import annotations
 
-import re
 from decimal import Decimal, InvalidOperation
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.line_ends import lines_of
 from astral_dsl.runs.score import STEP, TOKENS
 
 
@@ -81,7 +81,7 @@ def disagreements(runs: Sequence, names: List[str], text: str, file: str) -> Lis
         return []
     from astral_dsl.runs.csvtext import cell_columns
 
-    lines = re.split(r"\r\n|\r|\n", text)
+    lines = lines_of(text)
     out = []
     for r in runs:
         if r.problems or r.step_time_s is None or r.line > len(lines):

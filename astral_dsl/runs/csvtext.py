@@ -3,10 +3,10 @@ it) and where a problem in it is: the line and column of a diagnostic, a cell's 
 table.py reads the table with these."""
 from __future__ import annotations
 
-import re
 from typing import List, Optional, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.line_ends import lines_kept
 
 
 def err(code: str, message: str, file: str, line: int, column: int = 1, end: int = 2,
@@ -38,8 +38,6 @@ def unclosed(first: str, file: str, start: int, end: int) -> Diagnostic:
 MAX_RECORD = 1 << 20
 
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
-
 
 class RecordTooLong(Exception):
     """A record past MAX_RECORD characters (Lines): too_long says it."""
@@ -52,7 +50,7 @@ class Lines:
     def __init__(self, text: str):
         # the lines as io.StringIO(text, newline="") gives them, line ends kept, without its
         # copy of the text (4 bytes a character: 256 MB at the 64 MiB cap)
-        self._lines = (m.group() for m in _LINE.finditer(text))
+        self._lines = lines_kept(text)
         self.used = 0
         self.first = ""               # the first line of the record being read
         self.taken = 0                # its lines so far

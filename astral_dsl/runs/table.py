@@ -22,6 +22,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.line_ends import lines_of
 from astral_dsl.runs.agree import DISAGREE, disagreements, rates_disagree
 from astral_dsl.runs.csvtext import (Lines, RecordTooLong, at, cell_columns, err, too_long,
                                      unclosed)
@@ -272,7 +273,7 @@ def _rejections(runs: List[Run], names: List[str], text: str, file: str) -> List
     cells do not line up with the header's `names`: `row`, a quote inside a cell)."""
     if not any(r.problems for r in runs):
         return []
-    lines = re.split(r"\r\n|\r|\n", text)
+    lines = lines_of(text)
     out = []
     for r in runs:
         line = lines[r.line - 1] if r.line <= len(lines) else ""
