@@ -142,3 +142,27 @@ def test_a_sweep_of_a_file_that_cannot_be_read_raises_with_its_error(tmp_path):
     with pytest.raises(astral_dsl.SweepError) as caught:
         astral_dsl.sweep(bad, {"hosts_per_rack": [2]})
     assert caught.value.diagnostics and caught.value.diagnostics[0].code.startswith("E1")
+
+
+def test_what_a_frozen_result_holds_cannot_be_changed(ws):
+    """`fc.breakdown` was a dict inside the frozen ForecastResult (`fc.breakdown["compute"] =
+    ...` changed the result, and the `==` of two forecasts with it), and `SweepResult.rows` a
+    list. The breakdown is a read-only mapping, equal to the dict of its items as before, in
+    the same order, that pickles; the rows are a tuple."""
+    fc = astral_dsl.forecast(ws)
+    parts = dict(fc.breakdown)
+    assert fc.breakdown == parts and parts == fc.breakdown and list(fc.breakdown) == list(parts)
+    assert list(parts)[:3] == ["compute", "tp_comm", "cp_comm"]
+    with pytest.raises(TypeError):
+        fc.breakdown["compute"] = astral_dsl.Quantity.of(0, "s")  # type: ignore[index]
+    for change in ("pop", "update", "clear", "setdefault"):
+        assert not hasattr(fc.breakdown, change)
+    with pytest.raises(AttributeError):
+        fc.breakdown._items = {}                  # type: ignore[attr-defined]
+    again = pickle.loads(pickle.dumps(fc))
+    assert again == fc and again.breakdown == parts and list(again.breakdown) == list(parts)
+    assert hash(again.breakdown) == hash(fc.breakdown)
+    assert fc.breakdown != dict(parts, compute=astral_dsl.Quantity.of(0, "s"))
+    rows = astral_dsl.sweep(ws, {"hosts_per_rack": [2, 4]}, workers=1).rows
+    assert isinstance(rows, tuple) and [r["params"] for r in rows] == [
+        {"hosts_per_rack": "2"}, {"hosts_per_rack": "4"}]

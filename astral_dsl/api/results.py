@@ -8,7 +8,7 @@ records under them (`Checked.engineering`, `ForecastResult.detail`) are the anal
 SI floats whose names end in their unit (`failover_w`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import attrs
 
@@ -39,6 +39,41 @@ def gigabytes(nbytes: float) -> Quantity:
     return Quantity.of(nbytes, "B").to("GB")
 
 
+class FrozenMapping(Mapping[str, Any]):
+    """A mapping that cannot be changed, for a field of a frozen result (a dict there could be
+    changed in place; types.MappingProxyType cannot be pickled): its items in the order given,
+    equal to any mapping of the same items (a dict too), hashable when its values are, and
+    pickled as its items."""
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[Tuple[str, Any]] | Mapping[str, Any] = ()):
+        object.__setattr__(self, "_items", dict(items))
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        return self._items == dict(other) if isinstance(other, Mapping) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items.items()))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a {type(self).__name__} cannot be changed")
+
+    def __reduce__(self) -> Tuple[type, Tuple[Tuple[Tuple[str, Any], ...]]]:
+        return type(self), (tuple(self._items.items()),)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._items!r})"
+
+
 @records.frozen
 class ForecastResult:
     """Seer's forecast of one training iteration (`astral forecast`), its amounts as
@@ -56,7 +91,7 @@ class ForecastResult:
     mfu: Quantity
     hfu: Quantity
     memory_per_gpu: Quantity
-    breakdown: Mapping[str, Quantity]      # where the time of `stage` goes
+    breakdown: Mapping[str, Quantity]      # where the time of `stage` goes (a FrozenMapping)
     stage: int                             # the stage the breakdown describes (the busiest)
     diagnostics: Tuple[Diagnostic, ...]
     envelope: "Envelope"
@@ -69,7 +104,7 @@ class ForecastResult:
         return cls(fc.job.name, fc.gpu, fc.gpus, seconds(fc.iteration_time),
                    fc.tokens_per_s, percent(fc.mfu), percent(fc.hfu),
                    gigabytes(fc.memory.total),
-                   {k: seconds(v) for k, v in fc.breakdown.items()}, fc.stage,
+                   FrozenMapping((k, seconds(v)) for k, v in fc.breakdown.items()), fc.stage,
                    tuple(fc.diagnostics), fc.envelope(), fc)
 
 
@@ -148,5 +183,5 @@ class RunsResult:
         return [r.error for r in self.rows if r.error is not None]
 
 
-__all__ = ["Chosen", "DiffResult", "ForecastResult", "RunsResult", "Sized", "gigabytes",
-           "percent", "seconds"]
+__all__ = ["Chosen", "DiffResult", "ForecastResult", "FrozenMapping", "RunsResult", "Sized",
+           "gigabytes", "percent", "seconds"]

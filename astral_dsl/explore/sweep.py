@@ -9,7 +9,7 @@ that fails is a row with its diagnostics."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 
 from astral_dsl import records
@@ -59,7 +59,7 @@ def refused(code: str, message: str, file, hint: str) -> SweepError:
 class SweepResult:
     file: str
     grids: Sequence[Grid]
-    rows: List[Dict[str, Any]]
+    rows: Tuple[Dict[str, Any], ...]   # one a point, in the order of grid.points
     base: Any                         # the design compiled with --set only
     columns: Sequence[str]            # the metric columns, in order
     engine: str = ""
@@ -98,7 +98,7 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     ws, bundle = load_with_bundle(path, sets, texts)     # a text may name a data file
     base = ws.design
     if front_end_fatal(base):
-        return SweepResult(base.file, grids, [], base, ())
+        return SweepResult(base.file, grids, (), base, ())
     params = dict(base.params)
     unknown = [g.name for g in grids if g.name not in params]
     if unknown:             # E213, exit 1, as `--set` of a name the design does not declare
@@ -155,7 +155,8 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         columns.append("cost_usd")
     if options.forecast:
         columns.extend(FORECAST)
-    return SweepResult(base.file, grids, rows, base, tuple(columns), eng.description)
+    return SweepResult(base.file, grids, tuple(rows), base, tuple(columns),
+                       eng.description)
 
 
 def _lost_row(why: str, file: str) -> Dict[str, Any]:

@@ -559,7 +559,7 @@ def test_an_import_outside_the_project_is_refused_as_check_refuses_it(project, t
     shutil.copy(project, root / "main.astral")
     (root / "lib").symlink_to(project.parent / "lib", target_is_directory=True)
     result = _run(root / "main.astral", "hosts_per_rack=1..2")
-    assert result.rows == []
+    assert result.rows == ()
     codes = [d.code for d in result.base.diagnostics if d.is_error]
     assert codes == [d.code for d in cli_checked(str(root / "main.astral"), {}).diagnostics
                      if d.is_error] == ["E207"]
