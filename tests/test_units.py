@@ -470,6 +470,22 @@ def test_quantity_arguments_of_the_wrong_kind_are_type_errors():
             Q(1, "kW").to(unit)
 
 
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("unit", ["kW", "", "degC"])
+def test_a_quantity_is_a_finite_amount(value, unit):
+    """`Quantity.of(float("nan"), "kW")` was a Quantity (`nan kW`, equal to nothing, not even
+    itself), as was an infinity: an amount is a finite number, as a literal is."""
+    with pytest.raises(ValueError, match="the value of a Quantity is a finite number, not"):
+        Q(value, unit)
+
+
+def test_a_quantity_beyond_a_float_in_si_units_is_a_value_error():
+    """1e308 kW is 1e311 W, beyond a float: it was `inf W` shown as `inf kW`."""
+    with pytest.raises(ValueError, match="1e308 kW is too large to represent in SI units"):
+        Q(1e308, "kW")
+    assert Q(1e308, "W").si == 1e308 and Q(-1.5e308, "").si == -1.5e308
+
 def test_a_subnormal_amount_compares_above_zero():
     """1e-160 W x 1e-160 = 1e-320 W, a subnormal double (about 9.99989e-321: below 2.2e-308 a
     double keeps fewer digits) but not zero, so it is above 0 W. The comparison's tolerance

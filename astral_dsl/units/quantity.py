@@ -91,23 +91,29 @@ class Quantity:
     def of(cls, value: float, unit: str = "") -> "Quantity":
         """`value` in `unit` (a unit name, "" for a plain number): `Quantity.of(40, "kW")`. A
         value that is not a real number (a str, None, a bool) and a unit that is not a str
-        raise TypeError; a unit the table does not know, UnitSpecError; an int beyond a float
-        (10**400: an OverflowError from float()), ValueError."""
+        raise TypeError; a unit the table does not know, UnitSpecError; NaN, an infinity, an int
+        beyond a float (10**400: an OverflowError from float()) and a value beyond one in SI
+        units (`1e308 kW`), ValueError: an amount is a finite number, as a literal is (E106)."""
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"the value of a Quantity is a number (an int or a float), not "
                             f"{type(value).__name__}")
         try:
-            float(value)
+            number = float(value)
         except OverflowError:
             raise ValueError(f"the value of a Quantity is too large to represent (beyond "
                              f"about 1.8e308): an int of {int(value).bit_length()} bits") from None
+        if not math.isfinite(number):
+            raise ValueError(f"the value of a Quantity is a finite number, not {number}")
         if not isinstance(unit, str):
             raise TypeError(f"a unit is a unit name (a str such as \"kW\"), not "
                             f"{type(unit).__name__}")
         if not unit:
-            return cls(float(value))
-        u = parse_unit(unit)
-        return cls.from_unit(value, u)
+            return cls(number)
+        q = cls.from_unit(value, parse_unit(unit))
+        if not math.isfinite(q.si):
+            raise ValueError(f"{format_number(number)} {unit} is too large to represent in SI "
+                             f"units (beyond about 1.8e308)")
+        return q
 
     @classmethod
     def from_unit(cls, value: float, u: Unit) -> "Quantity":
