@@ -166,3 +166,30 @@ def test_what_a_frozen_result_holds_cannot_be_changed(ws):
     rows = astral_dsl.sweep(ws, {"hosts_per_rack": [2, 4]}, workers=1).rows
     assert isinstance(rows, tuple) and [r["params"] for r in rows] == [
         {"hosts_per_rack": "2"}, {"hosts_per_rack": "4"}]
+
+
+def test_a_grid_name_set_too_is_said_in_the_apis_words(ws):
+    """`sweep(ws.with_params(hosts_per_rack=4), {"hosts_per_rack": [...]})` said "given both by
+    --grid and by --set", options the caller never wrote; `astral sweep` keeps its words."""
+    grid = {"hosts_per_rack": [2, 4]}
+    with pytest.raises(SweepError) as caught:
+        astral_dsl.sweep(ws.with_params(hosts_per_rack=4), grid, workers=1)
+    first = caught.value
+    (d,) = first.diagnostics
+    assert d.code == "E802" and str(caught.value) == d.message == (
+        "grid['hosts_per_rack'] sweeps a parameter that the Workspace (its with_params, or "
+        "compile's overrides) sets too; a swept parameter takes its values from grid alone")
+    assert d.hint.startswith("sweep a Workspace that does not set `hosts_per_rack`")
+    with pytest.raises(SweepError, match=r"that overrides\['hosts_per_rack'\] sets too") as caught:
+        astral_dsl.sweep(ws, grid, overrides={"hosts_per_rack": 4}, workers=1)
+    assert caught.value.diagnostics[0].hint == ("give `hosts_per_rack` in grid or in overrides, "
+                                                "not both")
+    for refused in (first, caught.value):
+        said = str(refused) + refused.diagnostics[0].hint
+        assert "--grid" not in said and "--set" not in said
+    from clirun import astral as cli
+
+    proc = cli("sweep", str(POD), "--grid", "hosts_per_rack=2,4", "--set", "hosts_per_rack=4")
+    assert proc.returncode == 2
+    assert "hosts_per_rack is given both by --grid and by --set; a swept parameter takes its " \
+        "values from --grid alone" in proc.stdout + proc.stderr

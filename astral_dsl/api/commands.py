@@ -113,6 +113,7 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     if calibration is not None and job is None:        # as `astral sweep` refuses it
         raise _sweep.refused("E307", "calibration prices the forecasts of `job`: give the job "
                              "too", path, "name the job to forecast: `job=\"...\"`")
+    _swept_once(grid, sets, overrides or {}, path)
     sets.update({k: _literal(v, f"overrides[{k!r}]") for k, v in (overrides or {}).items()})
     specs = [f"{name}={values}" if isinstance(values, str) else
              f"{name}=" + ",".join(_one(name, v, path) for v in _listed(name, values))
@@ -126,6 +127,27 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
         errors = [d for d in result.base.diagnostics if d.is_error]
         raise _sweep.SweepError(f"{errors[0].code}: {errors[0].message}", errors)
     return result
+
+
+def _swept_once(grid: Mapping[str, object], workspace_sets: Mapping[str, object],
+                overrides: Mapping[str, object], path) -> None:
+    """E802 for a grid name also set by the Workspace (its with_params) or by `overrides`, in
+    the API's words (`astral sweep` says `--grid` and `--set`: explore.grid.parse_grids)."""
+    from astral_dsl.explore import sweep as _sweep
+
+    for name in grid:
+        if name in overrides:
+            setter = f"overrides[{name!r}]"
+            hint = f"give `{name}` in grid or in overrides, not both"
+        elif name in workspace_sets:
+            setter = "the Workspace (its with_params, or compile's overrides)"
+            hint = (f"sweep a Workspace that does not set `{name}` (astral_dsl.compile(path) "
+                    f"and with_params of the other parameters), or leave it out of grid")
+        else:
+            continue
+        raise _sweep.refused("E802", f"grid[{name!r}] sweeps a parameter that {setter} sets "
+                             f"too; a swept parameter takes its values from grid alone", path,
+                             hint)
 
 
 def _listed(name: str, values: object) -> Sequence[ParamValue]:
