@@ -5,9 +5,11 @@ parameter's default, so `--set rack_limit=50` means 50 kW when the default is `4
 from __future__ import annotations
 
 import math
+import shlex
 from typing import Any, Dict, List, Mapping
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, did_you_mean, excerpt
+from astral_dsl.model.values import show
 from astral_dsl.semantics.scope import ModuleScope, ParamSymbol
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_expression
@@ -41,9 +43,7 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
             hint = d.hint
             if isinstance(symbol.node.default, ast.String) and isinstance(text, str) and \
                     not text.strip().startswith('"'):
-                said = excerpt(text.strip(), 60)
-                hint = (f"`{name}` is text: quote its value, --set '{name}=\"{said}\"' "
-                        f"(from Python, with_params({name}='\"{said}\"'))")
+                hint = quote_hint(name, text.strip())
             # the parameter's declaration: the value given replaces its default
             # the message as the reason gave it, bounded: a reason that echoes a part of the
             # value (`unknown unit `kkk...``) is not repeated whole for a 100 KB value
@@ -52,6 +52,27 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
                                           d.span or symbol.node.default.span, hint,
                                           file=scope.file))
     return out
+
+
+# the longest text value a hint repeats in the forms that give it (a longer one is cut)
+QUOTED_WIDTH = 60
+
+
+def quote_hint(name: str, value: str) -> str:
+    """E310's hint for the text `value` given to the text parameter `name` unquoted: the
+    `--set` option (quoted for a POSIX shell) and the `with_params` call that give it, to
+    paste. A value too long to repeat (the message shows it cut to its start and end) or one
+    with a control character a string literal does not escape gets the forms with VALUE in its
+    place, and its length: a cut value quoted read as the whole value to give."""
+    literal = show(value).replace("\n", "\\n").replace("\t", "\\t")    # `"` and `\\` by show
+    if len(value) <= QUOTED_WIDTH and literal.isprintable():
+        return (f"`{name}` is text: quote its value, --set {shlex.quote(f'{name}={literal}')} "
+                f"(from Python, with_params({name}={literal!r}))")
+    shown = " (the message shows them cut to their start and end)" \
+        if len(value) > QUOTED_WIDTH else ""
+    return (f"`{name}` is text: quote its value, --set '{name}=\"VALUE\"' (from Python, "
+            f"with_params({name}='\"VALUE\"')) with VALUE the {len(value):,} characters "
+            f"given{shown}")
 
 
 def unknown_parameter(option: str, name: str, params, file=None) -> Diagnostic:
