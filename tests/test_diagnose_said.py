@@ -305,3 +305,47 @@ def test_a_restarted_job_is_diagnosed_on_its_last_run(small, tmp_path):
         "128 rank(s) log iterations twice at different times (a restart)")
     assert result.iterations == (101, 102) and result.suspects == ()
     assert 0.95 < result.compute_ratio < 1.05
+
+
+def test_a_job_that_cannot_be_forecast_is_said_at_the_job_and_the_all_clear_claims_no_forecast(
+        tmp_path):
+    """A job with an error of its own (E757: Llama 2 7B on two A100s, ZeRO-1 over 2, does not
+    fit) is diagnosed against its peers only (W791). W791 had no span and no hint (`-->
+    design.astral` alone), and the text then said every rank was "within the noise of its
+    peers and the forecast", of a forecast there was none of, its verdict blaming the observed
+    data ("part of the observed data could not be used"). Two ranks' hand-written log:
+    0.1 s forward, 0.2 s backward and a 10 ms all-reduce an iteration, alike."""
+    design = tmp_path / "a100.astral"
+    design.write_text(
+        "import stdlib.hardware { A100_80GB, CX6_HDR, HGX8 }\n"
+        "import stdlib.models { Llama2_7B }\n"
+        "host Node = HGX8(gpu = A100_80GB, nic = CX6_HDR, power = 6.5 kW, units = 6 U)\n"
+        "rack R { hosts = 1 x Node }\n"
+        "site Lab { racks = 1 x R }\n"
+        "job small {\n"
+        "  model = Llama2_7B, placement = Lab, gpus = 2\n"
+        "  parallel { tp = 1, pp = 1, dp = 2, zero = 1 }\n"
+        "  batch { global_batch = 8, micro = 2, seq = 4096 }\n"
+        "  recompute = full\n"
+        "}\n", encoding="utf-8")
+    rows = ["rank,iteration,phase,start_s,duration_s,peer,op"]
+    for it in range(3):
+        t = 1_700_000_000.0 + it * 0.5
+        for rank in (0, 1):
+            rows += [f"{rank},{it},forward,{t:.4f},0.1,,",
+                     f"{rank},{it},backward,{t + 0.1:.4f},0.2,,",
+                     f"{rank},{it},dp_comm,{t + 0.3:.4f},0.01,,all_reduce"]
+    log = tmp_path / "log.csv"
+    log.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    proc = _astral_cli("diagnose", str(design), "--observed", str(log), cwd=tmp_path)
+    out = proc.stdout
+    assert "error[E757]" in out, out
+    said = out[out.index("warning[W791]"):]
+    assert said.splitlines()[1].strip().endswith("a100.astral:6:1"), said
+    assert "= hint: fix the job's errors above" in said.split("\n\n")[0], said
+    assert "within the noise of its peers (no forecast to compare with, W791)" in out, out
+    assert "its peers and the forecast" not in out
+    # nor is it the observed data's fault, which the verdict's reason said
+    verdict = next(line for line in out.splitlines() if line.lstrip().startswith("verdict"))
+    assert verdict.endswith("(the job has errors (above): no forecast to compare with (W791))"), \
+        verdict

@@ -498,3 +498,20 @@ def test_chillers_without_an_economiser_and_a_max_cop_say_their_hours_without_li
                      extra=m.replace("@CAP@", ", max_cop = 10"))
     assert _circuit(checked).chillers_w == pytest.approx(100e3 * 1.203874 / 12, rel=1e-4)
     assert not [d for d in checked.diagnostics if d.code == "W656"]
+
+
+def test_a_climate_file_that_cannot_be_read_is_not_said_to_be_undeclared():
+    """`climate = "nope.epw"`, a file not found: E652 says so, and W656 (the chillers then
+    carry the heat all year) said the site declared no `climate`, which it did."""
+    ws = astral_dsl.compiles(PLANT.replace("@CLIMATE@", "nope.epw")
+                             .replace("@LOOP@", "25 degC").replace("@AIR@", "27 degC")
+                             .replace("@REJECTION@", "dry_cooler")
+                             .replace("@ECONOMISER@", "integrated")
+                             .replace("@CHILLER@", "chiller_cop = 5"),
+                             name="plant.astral", root=FIXTURES)
+    checked = astral_dsl.check(ws)
+    assert "E652" in [d.code for d in checked.diagnostics]
+    (w,) = [d for d in checked.diagnostics if d.code == "W656"]
+    assert w.message == ("facility water `S.warm` declares no `free_cooling` hours (and the "
+                         "site's `climate` file could not be read): its chillers are taken to "
+                         "carry all its heat, 8,760 h a year"), w.message

@@ -714,3 +714,56 @@ def test_a_feeder_rated_in_kva_is_drawn_with_its_rating_as_stated(tmp_path):
     (feeder,) = pic.with_text(r"^feeder b")
     text = pic.text(feeder)
     assert "capacity 120 kVA (108 kW)" in text and "normal 100 kW (92.6 %)" in text, text
+
+
+@needs_dot
+def test_a_side_supply_draws_its_rectifiers_losses(tmp_path):
+    """A side's supply feeds the rectifiers of its DC feeders: it draws their losses too, as the
+    facility's conversion losses and the transformers count them, so the sides add up to what
+    the transformers carry. Two racks of 100 kW on a 240 V DC feeder behind 95 % rectifiers
+    (4 modules of 100 kW at 1 % no load: 1 kW each) on side A and a 100 % AC feeder on side B:
+    side A supplied 100 kW (the DC feeder's 100 kW share alone; side B's 100 kW), now
+    100 / 0.95 + 4 = 109.3 kW. Under a scenario that fails one of side B's two mechanical
+    feeders, that side counted both at the survivor's share (count, not the ones running)."""
+    src = tmp_path / "sides.astral"
+    src.write_text(
+        "gpu G { power = 1 kW }\n"
+        "host H { gpus = 8 x G, power = 10 kW }\n"
+        "rack R { hosts = 10 x H }\n"
+        "standard DC240 { nominal = 240 V, min = 192 V, max = 288 V, current = dc }\n"
+        "rectifier Rect { module = 100 kW, modules = 4, redundancy = n_plus_1,\n"
+        "  efficiency = 95 %, no_load_loss = 1 % }\n"
+        "site S {\n"
+        "  racks = 2 x R\n"
+        "  auxiliary = 40 kW\n"
+        "  transformer mv { capacity = 1 MW, count = 2, redundancy = two_n,\n"
+        "    no_load_loss = 1 kW, load_loss = 5 kW, power_factor = 100 % }\n"
+        "  feeder a { current = dc, voltage = 240 V, standard = DC240, side = A,\n"
+        "    capacity = 300 kW, rectifier = Rect, serves = racks }\n"
+        "  feeder b { current = ac, voltage = 400 V, phases = 3, power_factor = 100 %, side = B,\n"
+        "    capacity = 300 kW, efficiency = 100 %, serves = racks }\n"
+        "  feeder ma { current = ac, voltage = 400 V, phases = 3, power_factor = 100 %,\n"
+        "    side = A, capacity = 100 kW, efficiency = 100 %, mechanical = true }\n"
+        "  feeder mb { current = ac, voltage = 400 V, phases = 3, power_factor = 100 %,\n"
+        "    side = B, count = 2, capacity = 100 kW, efficiency = 100 %, mechanical = true }\n"
+        "}\n"
+        "scenario mb_one { fail S.mb }\n")
+
+    def supplies(scenario=""):
+        pic = picture(src, "power", scenario=scenario)
+        out = {}
+        for side in "AB":
+            (g,) = pic.with_text(rf"^side {side} supply")
+            out[side] = re.search(r"(?:normal|carries) ([\d.]+) kW", pic.text(g)).group(1)
+        (tx,) = pic.with_text(r"^transformers mv")
+        return out, re.search(r"carries ([\d.]+) kW at the peak hour", pic.text(tx)).group(1)
+
+    # the facility's consumers: the 40 kW of auxiliaries, 20 kW on side A's feeder and 10 kW on
+    # each of side B's two; the racks' 200 kW, 100 kW on each side
+    sides, carried = supplies()
+    assert sides == {"A": "129.3", "B": "120"}, sides        # A: 100 / 0.95 + 4 + 20
+    assert carried == "249.3", carried
+    # one of side B's mechanical feeders down: its survivor carries B's 20 kW, not 2 x 20 kW
+    sides, carried = supplies("mb_one")
+    assert sides == {"A": "129.3", "B": "120"}, sides
+    assert carried == "249.3", carried

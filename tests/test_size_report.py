@@ -425,3 +425,21 @@ def test_no_rejection_approach_without_a_climate():
     circuits = doc["summary"]["facility"]["circuits"]
     assert [(c["path"], c["rejection_approach_k"]) for c in circuits] == [
         ("Tutorial.chilled", None), ("Tutorial.water", None)]
+
+
+def test_the_battery_column_gives_what_is_installed_beside_what_is_needed(reference, summary):
+    """The text gave one figure under `battery`, the capacity IEEE 485 needs (1,133 Ah on the
+    reference's row feeder), where the JSON has both: it read as what the batteries hold (6
+    strings of 190 Ah = 1,140 Ah). It now reads as the rectifiers' `installed (needs N)`, and
+    a battery that declares no capacity says `needs`."""
+    text = render_report(reference.design, reference.engineering, width=200)
+    hvdc = next(f for f in summary["feeder_list"] if f["path"] == "Astral.pods[0].rows[0].hvdc")
+    assert (hvdc["battery_available_ah"], round(hvdc["battery_required_ah"], 1)) == (1140, 1133.3)
+    row = next(line for line in text.splitlines()
+               if line.lstrip().startswith("Astral.pods[0].rows[0].hvdc ") and " Ah" in line)
+    assert row.rstrip().endswith("1,140 Ah (needs 1,133)"), row
+    from astral_dsl.outputs.size_report import _battery
+
+    class Declared:
+        battery_required_ah, battery_available_ah = 315.39, None
+    assert _battery(Declared) == "needs 315 Ah"

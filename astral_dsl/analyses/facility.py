@@ -290,7 +290,9 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
         rejection_checks.beyond_carnot(inst, p, outdoor, resolve, diags)
         if outdoor is None and p.free_cooling_h is None and p.chiller is not None and \
                 p.economiser != "none" and result.peak_w > 0:
-            rejection_checks.unknown_free_hours(inst, climate, diags)
+            rejection_checks.unknown_free_hours(
+                inst, climate, diags, climate is None and climate_site is not None
+                and isinstance(climate_site.field("climate"), str))
         years.append((CircuitYear(result, _sym(inst.field("water_class")), rejection,
                                   p.approach_k if outdoor is not None else None,
                                   p.economiser if p.return_c is not None or

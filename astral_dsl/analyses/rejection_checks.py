@@ -64,13 +64,14 @@ def unbounded_cop(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, d
                            "the smallest lift), or an economiser"))
 
 
-def unknown_free_hours(circuit: Instance, climate, diags) -> None:
+def unknown_free_hours(circuit: Instance, climate, diags, unread: bool = False) -> None:
     """W656: a circuit whose free-cooling hours are unknown (no `free_cooling` and no site
     climate, or a climate but no `supply` to hold the outdoor air to) has none: its chillers
-    carry all its heat all year."""
+    carry all its heat all year. `unread`: the site names a climate file that could not be
+    read (E652, E653), which the warning then says rather than that it names none."""
+    site = "the site's `climate` file could not be read" if unread else "the site no `climate`"
     why = ("declares no `supply`, so its free-cooling hours over the site's climate cannot be "
-           "found" if climate is not None else "declares no `free_cooling` hours (and the site "
-           "no `climate`)")
+           "found" if climate is not None else f"declares no `free_cooling` hours (and {site})")
     diags.append(_warn("W656", f"facility water `{circuit.path}` {why}: its chillers are taken "
                                f"to carry all its heat, "
                                f"{readable.grouped(HOURS_PER_YEAR)} h a year", circuit.span,

@@ -67,8 +67,11 @@ def job_and_forecast(design, job: Optional[str], calibration=None):
         return inst, fc, fc.job, diags
     except seer.ForecastError as exc:
         diags.extend(exc.diagnostics)
-        diags.append(_diag("W791", f"job `{inst.template}` cannot be forecast: ranks are "
-                                   f"compared with their peers only", design.file))
+        diags.append(Diagnostic("W791", Severity.WARNING,
+                                f"job `{inst.template}` cannot be forecast: ranks are compared "
+                                f"with their peers only", inst.span,
+                                "fix the job's errors above: its ranks are then compared with "
+                                "its forecast too", file=design.file))
     model = Resolver(design)(inst.field("model"))
     if model is None:
         raise DiagnoseError(f"job `{inst.template}` has no model", diags)

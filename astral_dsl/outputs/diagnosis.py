@@ -182,9 +182,11 @@ def render(d, devices=None, verdict: Optional[str] = None) -> str:
                         else ""))
         return "\n".join(lines) + "\n"
     if not d.suspects:
+        against = "and the forecast" if d.forecast_iteration_s is not None else \
+            "(no forecast to compare with, W791)"
         lines.append("no suspect: every rank and collective is within the noise of its peers "
-                     "and the forecast" + ("; no all-clear for what could not be read"
-                                           if verdict == "unusable" else ""))
+                     + against + ("; no all-clear for what could not be read"
+                                  if verdict == "unusable" else ""))
         return "\n".join(lines) + "\n"
     lines.append(f"suspects ({HEADING_GIVEN if any(s.given for s in d.suspects) else HEADING})")
     for i, s in enumerate(d.suspects, start=1):
@@ -224,7 +226,13 @@ def _unseen(d) -> str:
                                                                 for x in d.diagnostics):
         said = {x.code for x in d.diagnostics if x.code in UNSEEN}
         return "; ".join(UNSEEN_WHY[c] for c in sorted(said))
-    return "part of the observed data could not be used: the errors above"
+    # the job's own errors (W791: no forecast) are not the observed data's (E780-E799)
+    unforecast = any(x.code == "W791" for x in d.diagnostics)
+    why = ["the job has errors (above): no forecast to compare with (W791)"] if unforecast \
+        else []
+    if not unforecast or any(x.is_error and "E780" <= x.code <= "E799" for x in d.diagnostics):
+        why.append("part of the observed data could not be used: the errors above")
+    return "; ".join(why)
 
 
 def _clocks(c) -> List[str]:

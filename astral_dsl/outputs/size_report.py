@@ -131,8 +131,7 @@ def _feeders(eng: Engineering) -> List[Table]:
         wires.add(f.path, current[i],
                   f"{format_number(round(f.low_voltage_v, 1))} V" if f.low_voltage_v else "-",
                   f"{f.drop_ratio * 100:.2f} %" if f.drop_ratio is not None else "-",
-                  _modules(f), f"{readable.grouped(f.battery_required_ah)} Ah"
-                  if f.battery_required_ah else "-")
+                  _modules(f), _battery(f))
     wires.lines.extend(_feeder_lines(fs))
     return [load, wires]
 
@@ -248,6 +247,17 @@ def _network_lines(f) -> List[str]:
     hops = "; ".join(f"{k}: {route} ({v} switch{'es' if v > 1 else ''})"
                      for (k, v), (_, route) in zip(f.hops, f.routes))
     return [f"NIC ports: {f.host_ports:,}; paths between GPUs: {hops}"] + bom_lines(f)
+
+
+def _battery(f) -> str:
+    """The capacity its batteries hold beside what its autonomy needs (IEEE 485), as `_modules`
+    gives the rectifier's: `1,600 Ah (needs 315)`; `needs 315 Ah` when none is declared."""
+    if not f.battery_required_ah:
+        return "-"
+    needed = readable.grouped(f.battery_required_ah)
+    if f.battery_available_ah is None:
+        return f"needs {needed} Ah"
+    return f"{readable.grouped(f.battery_available_ah)} Ah (needs {needed})"
 
 
 def _modules(f) -> str:

@@ -89,6 +89,21 @@ def _reach_of_job(kinds, spans) -> Optional[int]:
     return fewest
 
 
+def loaded(t) -> float:
+    """A tier's oversubscription as its switches are loaded: the ratio of its ports (down to
+    up, over the share of the tier above a scenario leaves) times the share of its down ports
+    that are wired, so a leaf of 48 down and 16 up ports with 32 hosts' ports runs 2:1, not
+    3:1 (analyses/network_checks.py says it so beside E602): unwired ports carry no traffic.
+    Only where every group of the tier is one switch alike (the average fill is then each
+    switch's); a group of several switches fills its first ones whole (its hosts' ports take
+    the down ports in order), and groups that differ may be fuller than the average: their
+    ports' ratio stands, the worst."""
+    over = t.oversubscription or 1.0
+    if t.per_group == 1 and not t.sizes and not t.by_group and 0 < t.down_used < t.down_ports:
+        return over * t.down_used / t.down_ports
+    return over
+
+
 def tiers_of(design, fabric, layout: List[int], job_hosts, cache, spans=None) -> List[Tier]:
     """The fabric's tiers as the job sees them: per tier the hosts under one of its groups
     where the job runs (`spans`: job_scopes), rails and oversubscription. `layout`: the ports
@@ -113,7 +128,7 @@ def tiers_of(design, fabric, layout: List[int], job_hosts, cache, spans=None) ->
             per_group = max(1, busiest(wiring(layout, fabric.rails, fabric.planes,
                                               "rail" in t.per, "plane" in t.per)))
             reach = min(reach, t.down_ports // per_group) or 1
-        out.append(Tier(t.name, max(1, reach), "rail" in t.per, t.oversubscription or 1.0))
+        out.append(Tier(t.name, max(1, reach), "rail" in t.per, loaded(t)))
     return out
 
 

@@ -71,6 +71,22 @@ def memory_probe(spec: JobSpec) -> JobSpec:
     return probe
 
 
+def probe_settings(spec: JobSpec) -> List[str]:
+    """What `memory_probe` takes in place of what `spec` leaves to Seer's rule, in words
+    (`["1 virtual stage"]`): where the estimate it measures is not the forecast's."""
+    probe = memory_probe(spec)
+    out = []
+    if probe.micro != spec.micro:
+        out.append(f"micro-batch {probe.micro}")
+    if probe.recompute != spec.recompute:
+        out.append(f"recompute = {probe.recompute}")
+    if probe.offload_layers != spec.offload_layers:
+        out.append("no layer offloaded")
+    if probe.parallel.v != spec.parallel.v:
+        out.append(f"{probe.parallel.v} virtual stage")
+    return out
+
+
 def memory_diagnostics(job, spec: JobSpec, est, gpu, chosen=()) -> List[Diagnostic]:
     """W750 / E757 for the estimate `est` of `spec` on `gpu` (nothing when it fits), then E769 /
     W754 for what it offloads to host memory; `chosen`: the runtime parameters the rule picked

@@ -747,3 +747,26 @@ def test_the_memory_margin_of_a_job_that_leaves_recompute_to_the_rule_is_the_che
     none = astral_dsl.forecast(str(path), recompute="none").detail.memory.total
     assert none > full * 1.05                              # the two differ: it is not moot
     assert memory.limit.lhs == pytest.approx(full * 8)     # bits, as every information limit
+
+
+def test_the_memory_margin_says_what_it_takes_in_place_of_the_rules_choice(tmp_path):
+    """The margin is the check's estimate (memory_probe): what the job leaves to Seer's rule at
+    its least memory, not the forecast's choice. Its note said nothing of it, so a job with an
+    interleaved schedule and no `virtual_stages` read 39.98 GB in the margins beside the
+    forecast's 43.4 GB (a 2,048-GPU B200 design, Llama 3 70B on tp 8, pp 4): the note now
+    names what was taken, and a job that leaves nothing to the rule gets no such words."""
+    text = (REPO / "tests/fixtures/diagnose/small.astral").read_text(encoding="utf-8")
+
+    def note(old, new):
+        path = tmp_path / "small.astral"
+        path.write_text(text.replace(old, new), encoding="utf-8")
+        return _by_label(margins.analyse(str(path), params=[]))[
+            "memory per GPU of job small"].notes[0]
+
+    declared = note("recompute = full", "recompute = full")
+    assert "least memory" not in declared
+    interleaved = note("dp = 8 }", "dp = 8, schedule = interleaved }")
+    assert "; at 1 virtual stage, the least memory of what the job leaves to Seer's rule" \
+        in interleaved, interleaved
+    auto = note("recompute = full", "recompute = auto")
+    assert "; at recompute = full, no layer offloaded, the least memory" in auto, auto

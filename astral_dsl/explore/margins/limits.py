@@ -353,6 +353,7 @@ def _fabrics(eng, design) -> List[Limit]:
 
 def _memory(checked) -> List[Limit]:
     from astral_dsl import seer
+    from astral_dsl.seer.validate_memory import probe_settings
 
     out = []
     design = checked.design
@@ -367,12 +368,16 @@ def _memory(checked) -> List[Limit]:
             continue
         total, unc = _memory_estimate(spec, cluster)
         file, line, col = _where(job.span_of("recompute") or job.span)
+        probed = probe_settings(spec)
+        at = f"; at {', '.join(probed)}, the least memory of what the job leaves to Seer's " \
+             f"rule, as the check measures it (`astral forecast` gives the memory of the " \
+             f"rule's choice)" if probed else ""
         out.append(Limit(f"memory:{job.template}", "memory",
                          f"memory per GPU of job {job.template}", total * BITS,
                          cluster.gpu.memory * BITS, "<=", "GB", file, line, col,
                          note=f"Seer's estimate (+/- {unc / 1e9:.1f} GB): `astral check` warns "
                               "(W750) once it is over the GPU's memory and errs (E757) only "
-                              "beyond its uncertainty"))
+                              f"beyond its uncertainty{at}"))
     return out
 
 

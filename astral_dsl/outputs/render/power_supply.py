@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from astral_dsl.model.values import Symbol
-from astral_dsl.outputs.feeder_load import through_w
+from astral_dsl.analyses.power import feeder_loss
 from astral_dsl.outputs.render.numbers import n, watts
 from astral_dsl.outputs.render.labels import Line
 from astral_dsl.outputs.render.style import Canvas
@@ -16,6 +16,14 @@ from astral_dsl.units.readable import apparent
 
 def sym(v) -> Optional[str]:
     return v.name if isinstance(v, Symbol) else None
+
+
+def drawn_w(f, share_w: float) -> float:
+    """What feeder `f` draws from its side's supply carrying `share_w`: the load and its
+    conversion losses, a rectifier's and its no-load draw included (analyses/power.py's
+    `feeder_loss`, the facility's conversion losses): the supplies then add up to what the
+    transformers carry."""
+    return share_w + feeder_loss(f, share_w)
 
 
 def transformers(canvas: Canvas, stages, supplies: List[str]) -> None:
@@ -53,9 +61,11 @@ def supply(canvas: Canvas, ctx, side: str, items) -> None:
         r = ctx.feeders.get(f.path)
         count = r.count if r else 1
         total_feeders += reps * count
-        if r is not None:       # what the feeders draw: through their own conversion
-            normal += reps * count * through_w(r, r.normal_w)
-            alone += reps * count * r.carried_w
+        if r is not None:       # what the feeders in service draw (a scenario's failed one of
+            #                     `count` none): through their conversion, their rectifier's
+            #                     included (its input is this supply's output)
+            normal += reps * r.running * drawn_w(r, r.normal_w)
+            alone += reps * r.running * drawn_w(r, max(r.normal_w, r.failover_w))
         kinds.add("DC" if (sym(f.field("current")) or "dc") == "dc" else "AC")
     head = f"side {side} supply" if side else "supply"
     canvas.node(f"supply_{side or 'x'}", [
