@@ -443,3 +443,29 @@ def test_the_battery_column_gives_what_is_installed_beside_what_is_needed(refere
     class Declared:
         battery_required_ah, battery_available_ah = 315.39, None
     assert _battery(Declared) == "needs 315 Ah"
+
+
+def test_a_cdu_that_states_no_power_is_not_counted_as_a_0_w_draw(summary, tmp_path):
+    """The stdlib's generic `CDU` states no `power` (its own draw besides the loop's pumps,
+    which the pumps' line counts): the loop's JSON has null, not 0 kW, and the facility table
+    says it is not counted; a CDU that states it (`RowCDU`: 1 % of 2 MW, 20 kW) is counted."""
+    (loop,) = summary["loops"]
+    assert (loop["cdu_model"], loop["cdu_power_kw"]) == ("CDU", None)
+    text = _cli(["size", "examples/astral.astral"], columns=132).stdout
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(" CDUs ")]
+    assert line.split()[1:] == ["0", "MW", "0", "MW", "`CDU`", "states", "no", "`power`:",
+                                "not", "counted"]
+    src = (REPO / "examples" / "single_pod.astral").read_text()
+    assert "cdu = CDU(capacity = 1.2 MW), cdus = 5" in src
+    path = tmp_path / "row_cdu.astral"
+    assert "import stdlib.cooling { Water, CDU }" in src
+    path.write_text(src.replace("cdu = CDU(capacity = 1.2 MW), cdus = 5",
+                                "cdu = RowCDU(capacity = 2 MW), cdus = 5")
+                    .replace("{ Water, CDU }", "{ Water, RowCDU }"))
+    proc = _astral_cli("size", str(path), "--format", "json", cwd=REPO)
+    (loop,) = json.loads(proc.stdout)["summary"]["loops"]
+    # n_plus_1 of 5: 4 running x 20 kW
+    assert (loop["cdu_model"], loop["cdu_power_kw"]) == ("RowCDU", 80.0)
+    table = _astral_cli("size", str(path), cwd=REPO, env={**os.environ, "COLUMNS": "132"}).stdout
+    (line,) = [ln for ln in table.splitlines() if ln.startswith(" CDUs ")]
+    assert line.endswith("the running CDUs' declared power")

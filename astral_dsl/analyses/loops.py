@@ -45,6 +45,9 @@ class LoopResult:
     # average_heat_w where its owner's replicas sit under different utilizations: (utilization
     # in force there, per replica), for the circuits they draw on (analyses/circuits.py split)
     average_at: Tuple[Tuple[Optional[float], float], ...] = ()
+    # whether its CDU states `power` (its own draw besides the pumps): one that does not
+    # counts as 0 W in cdu_w, and the outputs say it is not counted (size JSON: null)
+    cdu_power_stated: bool = False
 
 
 def _si(v) -> Optional[float]:
@@ -193,6 +196,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
 
     _gpu_limits(inst, served, supply_c, cache, diags, named)
     pump, cdu_w = _pumping(inst, cdu, flow, heat, declared_n, needed, scheme, diags)
+    stated = cdu is not None and _si(cdu.field("power")) is not None
     parts = []
     if density and cp:
         for kinds in (("row", "block"), ("rack",)):
@@ -210,7 +214,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
                       tuple(parts), cdu_w, network_w,
                       (fluid.template or fluid.path) if fluid is not None else "?", average,
                       (cdu.template or cdu.path) if cdu is not None else "", scheme,
-                      average_at)
+                      average_at, stated)
 
 
 def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags,

@@ -33,7 +33,7 @@ def _basis(eng: Engineering) -> Dict[str, str]:
         "it_w": "hosts at their utilization, switches at full power",
         "transformers_w": chain,
         "losses_w": "feeders' conversion, rectifiers at no load",
-        "cdus_w": "the running CDUs' declared power",
+        "cdus_w": _cdu_basis(c.loops),
         "pumps_w": "at the loops' design flow, all year",
         "facility_pumps_w": "at the circuits' design flow, all year",
         "fans_w": "air units: fan ratio x heat removed",
@@ -41,6 +41,18 @@ def _basis(eng: Engineering) -> Dict[str, str]:
         "rejection_w": "fan ratio x heat rejected",
         "auxiliary_w": "the site's `auxiliary`, all year",
     }
+
+
+def _cdu_basis(loops) -> str:
+    """What the CDUs' line counts: the running CDUs' declared `power` (their own draw besides
+    the pumps, which the pumps' line counts); a CDU that states none is named, not counted."""
+    unstated = sorted({lp.cdu_model for lp in loops if lp.cdu_model and not lp.cdu_power_stated})
+    if not unstated:
+        return "the running CDUs' declared power"
+    names = ", ".join(f"`{n}`" for n in unstated)
+    stated = any(lp.cdu_power_stated for lp in loops)
+    return (f"declared; {names}: none, not counted" if stated else
+            f"{names} state{'s' if len(unstated) == 1 else ''} no `power`: not counted")
 
 
 def facility_tables(eng: Engineering) -> List[Table]:

@@ -259,7 +259,9 @@ def loop_json(lp) -> Dict[str, Any]:
         "flow_l_per_min": round(formulas.m3s_to_l_per_min(lp.flow_m3s), 2)
         if lp.flow_m3s else None,
         "cdus": lp.cdus, "cdus_needed": lp.cdus_needed, "cdu_model": lp.cdu_model or None,
-        "cdu_capacity_kw": _kw(lp.cdu_capacity_w), "cdu_power_kw": _kw(lp.cdu_w),
+        "cdu_capacity_kw": _kw(lp.cdu_capacity_w),
+        # null: its CDU states no `power`, and its own draw is not counted (not a 0 W draw)
+        "cdu_power_kw": _kw(lp.cdu_w) if lp.cdu_power_stated or not lp.cdu_model else None,
         "pump_kw": _kw(lp.pump_w),
     }
 
