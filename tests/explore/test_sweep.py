@@ -604,3 +604,18 @@ def test_a_point_that_may_not_fit_says_so_as_forecast_and_search_do(tmp_path, ca
     fits = [re.search(r"%\s+[\d.]+\s+(yes|may not)\s", line) for line in out.splitlines()
             if line.split()[:1] in (["4096"], ["8192"])]
     assert [m.group(1) for m in fits if m] == ["yes", "may not"]
+
+
+def test_the_pareto_plot_says_which_points_of_its_front_may_not_fit(tmp_path, capsys):
+    """Both points of this grid are on the front of tokens/s against memory; the one at 8,192
+    tokens may not fit (its estimate plus its uncertainty over the GPU's memory). The plot and
+    its note said nothing of it: a front to buy on that the table, CSV and JSON mark `may not`."""
+    design = tmp_path / "tight.astral"
+    design.write_text(TIGHT, encoding="utf-8")
+    png = tmp_path / "p.png"
+    code, _, err = _cli(["sweep", str(design), "--grid", "seq=4096,8192", "--job", "tight",
+                         "--workers", "1", "--plot", str(png), "--x", "tokens_per_s", "--y",
+                         "min:memory_gb"], capsys)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert "2 points drawn" in err and "2 on the Pareto front" in err
+    assert "1 of them may not fit in GPU memory (seq=8192)" in err
