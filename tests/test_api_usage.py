@@ -193,3 +193,36 @@ def test_a_grid_name_set_too_is_said_in_the_apis_words(ws):
     assert proc.returncode == 2
     assert "hosts_per_rack is given both by --grid and by --set; a swept parameter takes its " \
         "values from --grid alone" in proc.stdout + proc.stderr
+
+
+
+def test_a_forecast_says_whether_it_may_not_fit_as_the_command_does(tmp_path, capsys):
+    """`astral forecast` says "may not fit" (its JSON `may_not_fit`) when the memory estimate
+    plus its uncertainty exceeds the GPU's memory; the API's result held the estimate alone
+    (`memory_per_gpu`), so a tool had to dig into `detail` to learn what the command says. At
+    8,192 tokens this job's estimate (81.1 GB) fits the H100's 85.9 GB, its +/- 6 GB not."""
+    import json
+
+    from astral_dsl.cli import main
+
+    design = tmp_path / "tight.astral"
+    design.write_text("""\
+import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
+import stdlib.models { Llama3_70B }
+param seq = 8192
+host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
+rack R { hosts = 4 x Node }
+site S { racks = 32 x R }
+job tight {
+  model = Llama3_70B, placement = S, gpus = 128, recompute = selective
+  parallel { tp = 8, pp = 2, dp = 8, sp = true, zero = 1 }
+  batch { global_batch = 128, micro = 2, seq = seq }
+}
+""", encoding="utf-8")
+    ws = astral_dsl.compile(design)
+    for seq, expected in ((4096, False), (8192, True)):
+        fc = astral_dsl.forecast(ws.with_params(seq=seq), job="tight")
+        assert fc.may_not_fit is expected
+        assert "W750" not in [d.code for d in fc.diagnostics]    # the estimate alone fits
+        assert main(["forecast", str(design), "--set", f"seq={seq}", "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["may_not_fit"] is expected

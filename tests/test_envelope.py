@@ -461,3 +461,29 @@ def test_fp8_with_block_scales_is_a_regime_of_its_own():
     assert per_tensor.regime["precision"] == "FP8"
     # the shipped fit's rowwise rows are the ones of their regime
     assert shipped().bands["H100/FP8-block/flash/dense/torchtitan"]["rows"] == 2
+
+
+def test_a_pooled_band_names_its_runs_and_why(tmp_path, capsys):
+    """With fewer than MIN_ROWS runs of its own regime a forecast takes a coarser key's band
+    (here every run's, `*`): the text said "the spread of 15 calibration runs of * left out of
+    the fit", a `*` no reader can decode, and nothing said the runs were other regimes'."""
+    design = tmp_path / "lab.astral"
+    design.write_text(H100 % "bf16", encoding="utf-8")
+    fit = _fit_file(tmp_path, {REGIME: _band(-0.2, 0.05, 3), "*": _band(-0.1, 0.11, 15)})
+    code, out, _ = call(["forecast", str(design), "--calibration", str(fit), "--format",
+                         "json"], capsys)
+    cal = json.loads(out)["calibration"]
+    assert (cal["inside"], cal["basis"], cal["rows"], cal["band"]) == (True, "*", 15,
+                                                                      [-0.2, 0.11])
+    code, out, _ = call(["forecast", str(design), "--calibration", str(fit), "--color",
+                         "never"], capsys)
+    (line,) = [s for s in out.splitlines() if "iteration time" in s]
+    assert "runs of *" not in line
+    assert (f"the spread of 15 calibration runs of every regime left out of the fit; fewer "
+            f"than {MIN_ROWS} of {REGIME}: theirs pooled with the others" in line)
+    fit = _fit_file(tmp_path, {REGIME: _band(-0.2, 0.05, 3), "H100/BF16": _band(-0.1, 0.11, 9),
+                               "*": _band(-0.1, 0.11, 15)})
+    code, out, _ = call(["forecast", str(design), "--calibration", str(fit), "--color",
+                         "never"], capsys)
+    (line,) = [s for s in out.splitlines() if "iteration time" in s]
+    assert "9 calibration runs of H100/BF16 left out of the fit; fewer than" in line

@@ -60,7 +60,8 @@ def test_gantt_window_crops_axis_and_title(pod_forecast):
     fc = pod_forecast
     m = fc.job.microbatches
     window = (m - 2, m)
-    mine = [e for e in events(fc, window, "op") if e.stream == "compute"]
+    mine = [e for e in events(fc, window, "op")     # the micro-batches' work (no optimizer)
+            if e.stream == "compute" and dict(e.args).get("micro_batch") is not None]
     lo, hi = min(e.start for e in mine), max(e.end for e in mine)
     assert lo > 0.05 * fc.iteration_time
     fig = plot.figure(fc, window)
@@ -76,6 +77,31 @@ def test_gantt_window_crops_axis_and_title(pod_forecast):
         assert idle < 50, title           # the other micro-batches' blocks are not idle
         labels, _ = _lanes(fig)
         assert "other micro-batches" in labels
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def test_a_window_of_the_first_micro_batches_ends_with_their_work(pod_forecast):
+    """The optimizer step (and the DP reduction) belong to no micro-batch, but the timeline
+    gives them with every window: the axis of `--window 0:2` ran to the optimizer's end, the
+    whole iteration, its title "0.000 to 9.78 s", with the window's work in its first tenth."""
+    from astral_dsl.outputs.forecast import plot
+    from astral_dsl.seer.timeline import events
+
+    fc = pod_forecast
+    mine = [e for e in events(fc, (0, 2), "op")
+            if e.stream == "compute" and dict(e.args).get("micro_batch") is not None]
+    hi = max(e.end for e in mine)
+    assert hi < 0.5 * fc.iteration_time
+    fig = plot.figure(fc, (0, 2))
+    try:
+        ax = fig.axes[0]
+        assert ax.get_xlim()[1] == pytest.approx(hi * 1.001, rel=1e-6)
+        assert f"micro-batches 0-1, 0.000 to {hi:.3f} s of the " in ax.get_title()
+        # the idle time is the span's: the optimizer step far after it is no end of a gap in it
+        # (once the span ended before it, its gap ran to it: "1066% of this span" idle)
+        idle = int(re.search(r"compute idle, (\d+)% of this span", ax.get_title()).group(1))
+        assert idle < 50, ax.get_title()
     finally:
         matplotlib.pyplot.close(fig)
 

@@ -3,6 +3,7 @@ published run states), and the fields do what they say: the rank order, the sche
 sharding and the overlaps (docs/seer.md)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from attrs import evolve as replace
@@ -402,6 +403,31 @@ job j {
     # 8h/3 = 8 x 4,096 / 3 = 10,922 (rounded down)
     assert any("`ffn`" in m and "10,922" in m for m in msgs)
     assert fc.job.seq == 2048 and fc.job.model.ffn == 10922
+
+
+def test_the_command_says_every_guess_where_one_place_has_several(tmp_path):
+    """The three W752s point at the model's declaration, one place: `astral forecast` printed
+    the first (`vocab`) only, its text and its JSON, as if a scenario's split had copied one
+    warning (model/allows.py `once`), so the sequence and FFN width it guessed went unsaid;
+    `astral check` said all three."""
+    path = tmp_path / "job.astral"
+    path.write_text(HEAD + """
+model Mine { layers = 8, hidden = 4096, heads = 32, activation = swiglu }
+job j {
+  model = Mine, placement = S, gpus = 8, recompute = selective
+  parallel { tp = 8, pp = 1, dp = 1, sp = true }
+  batch { global_batch = 8, micro = 1 }
+}
+""", encoding="utf-8")
+    out = _astral_cli("forecast", str(path), "--format", "json", cwd=tmp_path)
+    said = [d["message"] for d in json.loads(out.stdout)["diagnostics"] if d["code"] == "W752"]
+    assert sorted(("`vocab`" in m, "`seq`" in m, "`ffn`" in m) for m in said) == [
+        (False, False, True), (False, True, False), (True, False, False)]
+    text = _astral_cli("forecast", str(path), "--color", "never", cwd=tmp_path).stdout
+    assert text.count("warning[W752]") == 3
+    checked = _astral_cli("check", str(path), "--format", "json", cwd=tmp_path).stdout
+    assert [d["message"] for d in json.loads(checked)["diagnostics"]
+            if d["code"] == "W752"] == said
 
 
 def test_a_hybrid_pattern_without_mamba_dimensions_warns():

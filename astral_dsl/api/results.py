@@ -107,6 +107,15 @@ class ForecastResult:
                    FrozenMapping((k, seconds(v)) for k, v in fc.breakdown.items()), fc.stage,
                    tuple(fc.diagnostics), fc.envelope(), fc)
 
+    @property
+    def may_not_fit(self) -> bool:
+        """Whether the memory estimate plus its uncertainty exceeds the GPU's memory: what
+        `astral forecast` says as "may not fit" and `astral search` as `may not` (W750, in
+        `diagnostics`, tests the estimate alone)."""
+        from astral_dsl.outputs.forecast.report import may_not_fit
+
+        return may_not_fit(self.detail)
+
 
 @records.frozen
 class Chosen:

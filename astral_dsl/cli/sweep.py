@@ -286,7 +286,7 @@ def _plot(args, result) -> int:
             cell[pcols[n]] = r["params"][n]
     labels = [", ".join(f"{n}={r['params'][n]}" for n in names) for r in result.rows]
     try:
-        drawn, on_front = pareto.plot(cells, [r["valid"] for r in result.rows], labels, x, y,
+        drawn, on_front, tight = pareto.plot(cells, [r["valid"] for r in result.rows], labels, x, y,
                                       args.plot, f"{result.file}: sweep of {', '.join(names)}",
                                       out.LABELS)
     except ImportError:
@@ -294,5 +294,6 @@ def _plot(args, result) -> int:
     except (OSError, ValueError) as exc:
         return usage(plot_failure(args.plot, exc))
     sys.stderr.write(f"note: {drawn} points drawn to {plotted(args.plot)}, {on_front} on the "
-                     "Pareto front\n")
+                     "Pareto front" + (f"; {len(tight)} of them may not fit in GPU memory ("
+                                       + "; ".join(tight) + ")" if tight else "") + "\n")
     return 0

@@ -15,7 +15,10 @@ from astral_dsl.explore.recent import Recent
 # the columns of `astral size --format json`'s summary a sweep shows
 SUMMARY = ("gpus", "hosts", "racks", "switches", "it_power_kw", "it_power_avg_kw",
            "facility_power_kw", "pue")
-FORECAST = ("iteration_time_s", "tokens_per_s", "mfu", "calibration")
+# with a job: the forecast's figures, its memory estimate per GPU (the fullest stage's, GB) and
+# whether that estimate plus its uncertainty exceeds the GPU's memory (`may_not_fit`: the test of
+# `astral forecast`'s "may not fit" and `astral search`'s `may not`; W750 tests the estimate alone)
+FORECAST = ("iteration_time_s", "tokens_per_s", "mfu", "memory_gb", "may_not_fit", "calibration")
 
 
 @records.frozen
@@ -108,6 +111,7 @@ def _evaluate(entry: str, overrides, options: PointOptions):
 
 def _forecast(ws, design, options: PointOptions, metrics: Dict[str, Any]):
     from astral_dsl import seer
+    from astral_dsl.outputs.forecast.report import may_not_fit
     from astral_dsl.pipeline import forecast
 
     for key in FORECAST:
@@ -122,6 +126,8 @@ def _forecast(ws, design, options: PointOptions, metrics: Dict[str, Any]):
     metrics["iteration_time_s"] = round(fc.iteration_time, 6)
     metrics["tokens_per_s"] = round(fc.tokens_per_s, 1)
     metrics["mfu"] = round(fc.mfu, 4)
+    metrics["memory_gb"] = round(fc.memory.total / 1e9, 3)
+    metrics["may_not_fit"] = may_not_fit(fc)
     metrics["calibration"] = fc.envelope().as_json()       # how far to trust it
     # W753: outside the calibrated envelope, the band is a default (what no run had, at the
     # job's field); W759: beyond the calibration runs' scale or layout; `astral check` does
@@ -175,6 +181,8 @@ def is_row(v: Any) -> bool:
     for k, x in v["metrics"].items():
         if k == "calibration":
             ok = x is None or is_envelope(x)
+        elif k == "may_not_fit":
+            ok = x is None or type(x) is bool
         elif k == "scenario_broken":
             ok = type(x) is list and all(type(c) is str for c in x)
         else:

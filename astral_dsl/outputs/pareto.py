@@ -56,8 +56,9 @@ def number(value) -> Tuple[Optional[float], str]:
 
 def plot(cells: Sequence[Dict[str, object]], valid: Sequence[bool], labels: Sequence[str],
          x: Tuple[str, str], y: Tuple[str, str], path: str, title: str,
-         names: Dict[str, str] = None) -> Tuple[int, int]:
-    """Draw; returns (points drawn, points on the front). Needs matplotlib."""
+         names: Dict[str, str] = None) -> Tuple[int, int, List[str]]:
+    """Draw; returns (points drawn, points on the front, the labels of those on the front that
+    may not fit in GPU memory: a forecast's `may_not_fit`, drawn hollow). Needs matplotlib."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -72,13 +73,18 @@ def plot(cells: Sequence[Dict[str, object]], valid: Sequence[bool], labels: Sequ
         if xv is None or yv is None:
             missing += 1
             continue
-        (good if ok else bad).append((xv, yv, label))
+        (good if ok else bad).append((xv, yv, label, cell.get("may_not_fit") is True))
     fig, ax = plt.subplots(figsize=(7.5, 5), dpi=110)
     if bad:
         ax.scatter([p[0] for p in bad], [p[1] for p in bad], marker="x", color="0.6",
                    label=f"invalid ({len(bad)})")
-    ax.scatter([p[0] for p in good], [p[1] for p in good], color="tab:blue", s=18,
-               label=f"valid ({len(good)})")
+    fits = [p for p in good if not p[3]]
+    tight = [p for p in good if p[3]]
+    ax.scatter([p[0] for p in fits], [p[1] for p in fits], color="tab:blue", s=18,
+               label=f"valid ({len(fits)})")
+    if tight:
+        ax.scatter([p[0] for p in tight], [p[1] for p in tight], s=18, facecolors="none",
+                   edgecolors="tab:blue", label=f"valid, may not fit in memory ({len(tight)})")
     idx = front([(p[0], p[1]) for p in good], (x[1], y[1]))
     if idx:
         fx = [good[i][0] for i in idx]
@@ -87,7 +93,8 @@ def plot(cells: Sequence[Dict[str, object]], valid: Sequence[bool], labels: Sequ
                 label=f"Pareto front ({len(idx)})")
         if len(idx) <= 12:
             for i in idx:
-                ax.annotate(good[i][2], (good[i][0], good[i][1]), fontsize=7,
+                ax.annotate(good[i][2] + (" (may not fit)" if good[i][3] else ""),
+                            (good[i][0], good[i][1]), fontsize=7,
                             textcoords="offset points", xytext=(4, 4))
 
     def label(col, sense, unit):
@@ -105,4 +112,4 @@ def plot(cells: Sequence[Dict[str, object]], valid: Sequence[bool], labels: Sequ
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None} if path.lower().endswith(".png") else None)
     plt.close(fig)
-    return len(good) + len(bad), len(idx)
+    return len(good) + len(bad), len(idx), [good[i][2] for i in idx if good[i][3]]

@@ -15,10 +15,10 @@ LABELS = {
     "it_power_kw": "IT kW peak", "it_power_avg_kw": "IT kW avg",
     "facility_power_kw": "facility kW avg", "pue": "PUE",
     "cost_usd": "cost USD", "iteration_time_s": "iteration s", "tokens_per_s": "tokens/s",
-    "mfu": "MFU", "calibration": "band",
+    "mfu": "MFU", "memory_gb": "memory GB", "may_not_fit": "fits", "calibration": "band",
 }
 # columns that are not numbers (no plot axis)
-TEXT_COLUMNS = ("calibration",)
+TEXT_COLUMNS = ("may_not_fit", "calibration")
 _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -147,6 +147,8 @@ def _show(column: str, v) -> str:
         return "-"
     if column == "calibration":
         return _band(v)
+    if column == "may_not_fit":       # as `astral search` shows it
+        return "may not" if v else "yes"
     if column in ("pue", "mfu"):
         return f"{v:.3f}" if column == "pue" else f"{v * 100:.1f} %"
     if column == "iteration_time_s":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -563,3 +564,58 @@ def test_an_import_outside_the_project_is_refused_as_check_refuses_it(project, t
     codes = [d.code for d in result.base.diagnostics if d.is_error]
     assert codes == [d.code for d in cli_checked(str(root / "main.astral"), {}).diagnostics
                      if d.is_error] == ["E207"]
+
+
+TIGHT = """\
+import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
+import stdlib.models { Llama3_70B }
+param seq = 8192
+host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
+rack R { hosts = 4 x Node }
+site S { racks = 32 x R }
+job tight {
+  model = Llama3_70B, placement = S, gpus = 128, recompute = selective
+  parallel { tp = 8, pp = 2, dp = 8, sp = true, zero = 1 }
+  batch { global_batch = 128, micro = 2, seq = seq }
+}
+"""
+
+
+def test_a_point_that_may_not_fit_says_so_as_forecast_and_search_do(tmp_path, capsys):
+    """At 8,192 tokens the job's memory estimate (81.1 GB) is under the H100's 85.9 GB, so no
+    W750, but the estimate plus its uncertainty (+/- 6 GB) is over it: `astral forecast` says
+    "may not fit" and `astral search` marks such a row `may not`; a sweep's point said nothing
+    (its tokens/s ranked on the Pareto front as if it fitted)."""
+    design = tmp_path / "tight.astral"
+    design.write_text(TIGHT, encoding="utf-8")
+    args = ["sweep", str(design), "--grid", "seq=4096,8192", "--job", "tight", "--workers", "1"]
+    code, out, _ = _cli(args + ["--format", "json"], capsys)
+    rows = json.loads(out)["rows"]
+    fcs = [json.loads(_cli(["forecast", str(design), "--set", f"seq={s}", "--format", "json"],
+                           capsys)[1]) for s in (4096, 8192)]
+    assert [r["may_not_fit"] for r in rows] == [f["may_not_fit"] for f in fcs] == [False, True]
+    assert [r["memory_gb"] for r in rows] == [round(f["memory_gb"]["total"], 3) for f in fcs]
+    assert all("W750" not in r["warnings"] for r in rows)      # the estimate alone fits
+    code, out, _ = _cli(args + ["-o", str(tmp_path / "rows.csv")], capsys)
+    with open(tmp_path / "rows.csv", newline="") as fh:
+        assert [r["may_not_fit"] for r in csv.DictReader(fh)] == ["false", "true"]
+    code, out, _ = _cli(args, capsys)          # the table: a `fits` column, as search's
+    assert any(line.split()[-2:] == ["fits", "band"] for line in out.splitlines())
+    fits = [re.search(r"%\s+[\d.]+\s+(yes|may not)\s", line) for line in out.splitlines()
+            if line.split()[:1] in (["4096"], ["8192"])]
+    assert [m.group(1) for m in fits if m] == ["yes", "may not"]
+
+
+def test_the_pareto_plot_says_which_points_of_its_front_may_not_fit(tmp_path, capsys):
+    """Both points of this grid are on the front of tokens/s against memory; the one at 8,192
+    tokens may not fit (its estimate plus its uncertainty over the GPU's memory). The plot and
+    its note said nothing of it: a front to buy on that the table, CSV and JSON mark `may not`."""
+    design = tmp_path / "tight.astral"
+    design.write_text(TIGHT, encoding="utf-8")
+    png = tmp_path / "p.png"
+    code, _, err = _cli(["sweep", str(design), "--grid", "seq=4096,8192", "--job", "tight",
+                         "--workers", "1", "--plot", str(png), "--x", "tokens_per_s", "--y",
+                         "min:memory_gb"], capsys)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert "2 points drawn" in err and "2 on the Pareto front" in err
+    assert "1 of them may not fit in GPU memory (seq=8192)" in err

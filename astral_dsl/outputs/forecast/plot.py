@@ -75,9 +75,12 @@ def _runs(bars: List[Tuple[float, float, str]], tol: float, origin: float = 0.0
 
 def _idle(busy: List[Tuple[float, float]], lo: float, hi: float, tol: float
           ) -> List[Tuple[float, float]]:
-    """The gaps of (start, duration) bars within [lo, hi) wider than `tol`."""
+    """The gaps of (start, duration) bars within [lo, hi) wider than `tol` (a bar after the
+    span, the optimizer step beyond a window's, ends no gap in it)."""
     out, t = [], lo
     for s, d in _merge(busy, 0.0):
+        if s >= hi:
+            break
         if s - t > tol:
             out.append((t, s - t))
         t = max(t, s + d)
@@ -117,9 +120,11 @@ def _comm_lane(ax, occ, lo: float, width: float, y: float, colour: str) -> None:
 
 def _span(fc, window, evs) -> Tuple[float, float]:
     """The time the chart shows: the iteration, or the window's micro-batches' first start
-    to last end."""
+    to last end (their own work: the optimizer step, which the timeline gives with every
+    window, belongs to no micro-batch)."""
     if window is None:
         return 0.0, fc.iteration_time
+    evs = [e for e in evs if dict(e.args).get("micro_batch") is not None]
     starts = [e.start for e in evs]
     return (min(starts), max(e.end for e in evs)) if starts else (0.0, fc.iteration_time)
 

@@ -103,8 +103,26 @@ def band_text(env) -> str:
     """The band beside a forecast's time: "-4/+7 %" and where it comes from."""
     if env.inside:
         return (f"{env.text()}  (true time: the spread of {env.rows:,} calibration runs of "
-                f"{env.basis} left out of the fit)")
+                f"{_basis(env)} left out of the fit{_pooled(env)})")
     return f"{env.text()}  (outside the calibrated envelope: a default band, W753)"
+
+
+def _basis(env) -> str:
+    """The runs a band comes from: its regime, a coarser key ("H100/BF16", "BF16") or, for the
+    key `*`, every regime."""
+    return "every regime" if env.basis == "*" else env.basis
+
+
+def _pooled(env) -> str:
+    """Where a regime had too few runs for a band of its own (seer/envelope.py: a coarser key's
+    band, widened to its own runs'), that it did: "" when the band is the regime's."""
+    from astral_dsl.seer.envelope import MIN_ROWS
+    from astral_dsl.seer.regime import regime_key
+
+    key = regime_key(env.regime)
+    if env.basis == key:
+        return ""
+    return f"; fewer than {MIN_ROWS} of {key}: theirs pooled with the others"
 
 
 def _time(t: float) -> str:
