@@ -134,19 +134,22 @@ def stale_allow(a: Allow) -> Diagnostic:
                               "the warning is")
 
 
-_INDEX = re.compile(r"\[\d+\]")
+# the digits of a message: copies of one finding differ in their instances' indices and in
+# the amounts those instances carry (a scenario's split), never in their words
+_DIGITS = re.compile(r"\d+")
 
 
 def once(diagnostics: Iterable[Diagnostic]) -> Tuple[Diagnostic, ...]:
     """Each warning once: the copies a scenario's split makes of one finding (the same code at
     the same place, about `sus[0]` and `sus[1]` once they are separate instances) are one.
-    Findings that differ in more than their instances' indices stay apart, though they share a
-    code and a place (a model's W752s for the `vocab`, `seq` and `ffn` it leaves to a guess)."""
+    Findings that differ in their words, not only in their digits (indices, amounts), stay
+    apart though they share a code and a place (a model's W752s for the `vocab`, `seq` and
+    `ffn` it leaves to a guess)."""
     seen = set()
     out = []
     for d in diagnostics:
         if d.severity is Severity.WARNING and d.span is not None:
-            key = (d.code, d.span, _INDEX.sub("[]", d.message))
+            key = (d.code, d.span, _DIGITS.sub("#", d.message))
             if key in seen:
                 continue
             seen.add(key)
