@@ -31,7 +31,7 @@ LAB = H100 % "bf16"            # Llama 3 8B on 16 H100s: TP 8, DP 2, 4,096 token
 # the lab job's point, by hand: 16 GPUs on DGX H100s (8 a host: 2 hosts under one leaf, one
 # tier), TP 8, DP 2, micro-batch 1, 4,096 tokens, Llama 3 8B (4,096 wide, 32 layers)
 POINT = {"gpus": 16, "tiers": 1, "nvlink_domain": 8, "tp": 8, "pp": 1, "cp": 1, "ep": 1,
-         "dp": 2, "micro": 1, "seq": 4096, "hidden": 4096, "layers": 32}
+         "dp": 2, "micro": 1, "seq": 4096, "hidden": 4096, "layers": 32, "offload": 0}
 # the shipped fit's ranges but for the GPUs (at most 8 checked) and the sequence (2,048): they
 # hold the lab job (and the layouts a search of it ranks) but for those two
 NARROW = dict(shipped().ranges, gpus=[1, 8], seq=[2048, 2048])
@@ -206,3 +206,42 @@ def test_search_and_sweep_rows_mark_it_compactly(lab):
     [cell] = [r["calibration"] for r in csv.DictReader(io.StringIO(
         sweep_out.csv_text(result, False)))]
     assert cell.endswith(" ^ gpus+seq")
+
+
+def test_layers_offloaded_beyond_any_runs_are_extrapolated(lab):
+    """The layers whose activations go to host memory are a dimension (seer/checked.py): the
+    shipped fit's runs had at most 50 (the rule's choice for NeMo's GB200 Llama 3 rows), and
+    a job the ranges say offloads more than any run did is extrapolated there, W759 at its
+    `offload_layers`."""
+    assert shipped().ranges["offload"] == (0, 50)
+    design = astral_dsl.load(lab[0])
+    job = seer.forecast(design).job
+    spec = job.with_(offload_layers=3)
+    assert checked.point(spec)["offload"] == 3
+    (far,) = checked.beyond({"offload": 3}, dict(shipped().ranges, offload=(0, 2)))
+    assert (far.field, far.value, far.checked, far.below) == ("offload", 3, (0, 2), False)
+    assert far.text() == "offload 3 (checked 0-2)"
+    assert checked.beyond({"offload": 3}, shipped().ranges) == ()
+
+
+def test_the_schemas_name_every_dimension_seer_checks():
+    """Each command's JSON Schema lists `calibration.extrapolated[].field` as the dimensions of
+    seer/checked.py, in its order (a dimension added there was missing from them)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "schema"
+
+    def enums(node):
+        if isinstance(node, dict):
+            if node.get("enum") and "nvlink_domain" in node["enum"]:
+                yield node["enum"]
+            for v in node.values():
+                yield from enums(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from enums(v)
+
+    for name in ("forecast", "runs", "search", "sweep"):
+        found = list(enums(json.loads((root / f"{name}.schema.json").read_text())))
+        assert found and all(e == list(checked.NAMES) for e in found), name

@@ -9,7 +9,8 @@ dimension is one an error of the model could plausibly depend on (FIELDS): the s
 and of the network it crosses (collectives priced over more hosts and switch tiers than any run
 had), the model's width, depth and size (GEMM shapes, pipeline stages, memory), the sequence
 (attention's share, CP), each parallel degree and the micro-batch (GEMM shapes, bubbles,
-groups' sizes).
+groups' sizes), and the layers whose activations are offloaded to host memory (copies over the
+host link that no calibration run made: the rule may choose them, `recompute = auto`).
 
 `astral calibrate` records, per dimension, the [lowest, highest] value of the runs it fitted
 (`ranges` in fit.json, from the layouts the forecasts ran: the rule's micro-batch where a row
@@ -43,6 +44,7 @@ FIELDS: Tuple[Tuple[str, str, Tuple[str, str]], ...] = (
     ("hidden", "model width", ("model", "hidden")),
     ("layers", "model depth", ("model", "layers")),
     ("params", "model parameters", ("model", "")),
+    ("offload", "layers whose activations are offloaded to host memory", ("", "offload_layers")),
 )
 NAMES = tuple(f[0] for f in FIELDS)
 WHAT = {f[0]: f[1] for f in FIELDS}
@@ -125,7 +127,8 @@ def point(spec, net=None) -> Dict[str, float]:
     if spec.micro:
         out["micro"] = spec.micro
     out.update(seq=spec.seq, hidden=m.hidden, layers=m.layers,
-               params=float(f"{total_params(m):.4g}"))
+               params=float(f"{total_params(m):.4g}"),
+               offload=spec.offload_layers or 0)
     return {k: out[k] for k in NAMES if k in out}
 
 
