@@ -129,6 +129,12 @@ def test_a_fit_of_fewer_runs_than_a_band_needs_is_outside_with_the_default_band(
     w, = outside_warning(seer.find_job(_design()), env, calibration(five))
     assert w.code == "W753" and "its calibration has too few runs: 4 of" in w.message
     assert "measured no band on so few runs: fit it on at least 8" in w.hint
+    # the band is the fit's own spread doubled, not the documented default (W753 had said
+    # "a documented default" of a -39/+24 % band)
+    assert w.hint.startswith("the band is not a measured error: twice the spread of all the "
+                             "runs of the calibration ")
+    assert "at least the shipped fit's -21/+24 % (docs/seer.md)" in w.hint
+    assert "documented default" not in w.hint
 
 
 # the documented default outside the envelope: the shipped fit's every-run band (fit.json

@@ -208,7 +208,11 @@ def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
     return [Diagnostic("W753", Severity.WARNING,
                        f"job `{job.template}`: the forecast is outside the calibrated envelope: "
                        f"{what}", span,
-                       "the band is a documented default, not a measured error: " + (
+                       ("the band is a documented default, not a measured error: "
+                        if calibration is None else
+                        f"the band is not a measured error: twice the spread of all the runs of "
+                        f"the calibration `{calibration.source}`, at least the shipped fit's "
+                        f"{band_text(documented_outside())} (docs/seer.md): ") + (
                            "fit Seer on runs of this kind with `astral calibrate` (docs/runs.md) "
                            "and forecast with `--calibration`" if calibration is None else
                            f"the calibration `{calibration.source}` measured no band on so few "
