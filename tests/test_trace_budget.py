@@ -12,7 +12,7 @@ from typing import List
 import msgspec
 import pytest
 
-from astral_dsl.observe import jsoncount, tracedoc
+from astral_dsl.observe import jsoncount, ranklog, tracedoc
 from astral_dsl.observe.load import read_file
 
 HEAD = b'{"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": ['
@@ -100,3 +100,32 @@ def test_the_count_is_the_arrays_length_whatever_the_chunks(monkeypatch):
         for chunk in (1, 2, 3, 8, 1 << 24):
             monkeypatch.setattr(jsoncount, "CHUNK", chunk)
             assert jsoncount.elements(text, 10 ** 9) == len(views.decode(text)), (chunk, text)
+
+
+def test_a_gzip_rank_log_of_more_rows_than_the_budget_is_refused_before_they_are_read(tmp_path):
+    """A 780 kB gzip log of 25 million rows took 17 GB (E000 out of memory under a limit)."""
+    p = tmp_path / "job.csv.gz"
+    rows = ranklog.MAX_ROWS + 1                    # 64 MB inflated, from 60 kB
+    p.write_bytes(gzip.compress(b"rank,iteration,phase,start_s,duration_s\n"
+                                + b"0,1,forward,1,1\n" * (rows - 1)))
+    traces, said = _codes(p)
+    assert traces == [] and said == [(
+        "E781", "the rank log holds 4,000,001 lines, more than the 4,000,000 rows one file is "
+                "read with (their memory): not read")]
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("jsonl", [False, True])
+def test_a_rank_logs_lines_are_counted_at_every_line_end(tmp_path, monkeypatch, end, jsonl):
+    monkeypatch.setattr(ranklog, "MAX_ROWS", 4)
+    row = '{"rank": 0, "iteration": 1, "phase": "forward", "start_s": %d, "duration_s": 1}' \
+        if jsonl else "0,1,forward,%d,1"
+    head = [] if jsonl else ["rank,iteration,phase,start_s,duration_s"]
+    p = tmp_path / ("job.jsonl" if jsonl else "job.csv")
+    for lines, refused in ((4, False), (5, True)):       # each ended, the header's too
+        rows = [row % i for i in range(lines - len(head))]
+        p.write_bytes(end.join(head + rows + [""]).encode())
+        traces, said = _codes(p)
+        assert bool(said) == refused and len(traces) == (not refused), (lines, said)
+        if refused:
+            assert said[0][0] == "E781" and "more than the 4 rows" in said[0][1]
