@@ -311,6 +311,24 @@ def test_a_table_of_one_configuration_cannot_be_measured(tmp_path, capsys):
     assert code == 2 and "all one configuration" in err
 
 
+@pytest.mark.parametrize("fmt", ["human", "json"])
+def test_the_rows_rejected_are_said_when_nothing_is_left_to_fit(tmp_path, capsys, fmt):
+    """Two configurations, one of them under the other's id (E777): before, only the usage error
+    "all one configuration" was said, and not the row rejected that made it so."""
+    path = _write(tmp_path, [_row("n1_7b"), _row("n7_5b", id="n1_7b")], "twice.csv")
+    code, out, err = call(["calibrate", str(path), "--max-iterations", "2", "--format", fmt],
+                          capsys)
+    assert code == 2 and "all one configuration" in err
+    said = "row `n1_7b` is rejected: id: `n1_7b` is also the id of line 2"
+    if fmt == "json":
+        doc = json.loads(out)
+        assert [(d["code"], d["message"], d["range"]["start"]["line"])
+                for d in doc["diagnostics"]] == [("E777", said, 3)]
+        assert doc["valid"] is False and "all one configuration" in doc["usage_error"]
+    else:
+        assert out.startswith(f"error[E777]: {said}\n --> {path}:3:1\n")
+
+
 def test_a_fit_records_the_ranges_of_its_runs_and_its_runs_lie_within(tiny, capsys):
     """seer/checked.py: the three fitted runs of Narayanan et al. (DP 32 each, 2,048 tokens,
     DGX A100s of 8 GPUs): GPT 1.7B on 32 GPUs (TP 1, 24 layers of 2,304), 7.5B on 128 (TP 4, 36

@@ -93,11 +93,15 @@ def run(args, overrides) -> int:
     try:
         doc, _, _, every = calibrate(tables, by_source=tuple(args.by_source),
                                      max_iter=args.max_iterations, systems=systems)
-    except ValueError as exc:            # no usable row
-        return usage(f"{exc} ({', '.join(args.tables)})")
+    except ValueError as exc:            # no usable row: the rows rejected may be why
+        said = _said(diags, tables)
+        if not json_out:
+            from astral_dsl.cli.common import print_diagnostics
+
+            print_diagnostics(said, colour(args), sys.stdout)
+        return usage(f"{exc} ({', '.join(args.tables)})", said)
     rejected = [d for _, table in tables for d in table.rejected]     # E777, at their cells
-    disagree = [d for _, table in tables for d in table.warnings]     # W778, at their cells
-    diags = list(diags) + rejected + disagree + _warnings(doc, tables)
+    diags = _said(diags, tables) + _warnings(doc, tables)
     owner = {id(run): name for name, table in tables for run in table.runs}
     unused = _unused(every, owner)
     differ = out.compare(doc, old_doc) if old_doc is not None else None
@@ -134,6 +138,13 @@ def run(args, overrides) -> int:
                 f"reproduces {args.calibration} exactly" if not differ else
                 f"differs from {args.calibration}: " + "; ".join(differ)) + "\n")
     return EXIT_ERRORS if differ or rejected else EXIT_OK
+
+
+def _said(diags, tables) -> list:
+    """The --gpu-file's diagnostics, then each table's rows rejected (E777) and its rows whose
+    tokens/s and step time disagree (W778), at their cells."""
+    return list(diags) + [d for _, table in tables for d in table.rejected] \
+        + [d for _, table in tables for d in table.warnings]
 
 
 def _warnings(doc: dict, tables) -> list:
