@@ -15,9 +15,13 @@ import numpy as np
 
 CHUNK = 1 << 24          # 16 MiB a chunk: the positions found in one cost at most 8 times that
 _WS = re.compile(rb"[ \t\n\r]*")
-_OPEN, _CLOSE = np.uint8(ord("[")), np.uint8(ord("]"))
-_BRACE, _UNBRACE = np.uint8(ord("{")), np.uint8(ord("}"))
-_COMMA, _QUOTE, _BACKSLASH = np.uint8(ord(",")), np.uint8(ord('"')), np.uint8(ord("\\"))
+# each byte's kind: 0 none of these, then an opening bracket, a closing one, a comma, a quote, a
+# backslash (one pass of a lookup over the chunk, then work on the marked bytes alone)
+_OPEN, _CLOSE, _COMMA, _QUOTE, _BACKSLASH = 1, 2, 3, 4, 5
+_KIND = np.zeros(256, np.uint8)
+for _chars, _kind in ((b"[{", _OPEN), (b"]}", _CLOSE), (b",", _COMMA), (b'"', _QUOTE),
+                      (b"\\", _BACKSLASH)):
+    _KIND[list(_chars)] = _kind
 
 
 def elements(array, most: int) -> int:
@@ -26,33 +30,35 @@ def elements(array, most: int) -> int:
     data = np.frombuffer(array, np.uint8)
     if _WS.match(memoryview(array), 1).end() == len(data) - 1:
         return 0                                      # `[ ]`
-    count, depth, inside, run = 1, 0, False, 0
+    count, depth, inside, run = 1, 0, 0, 0
     for lo in range(0, len(data), CHUNK):
-        c = data[lo:lo + CHUNK]
-        quotes = np.flatnonzero(c == _QUOTE)
-        escaped, run = _escaped(c == _BACKSLASH, run)
-        if escaped.size:
-            quotes = quotes[~np.isin(quotes, escaped, assume_unique=True)]
-        marks = np.flatnonzero((c == _COMMA) | (c == _OPEN) | (c == _CLOSE) | (c == _BRACE)
-                               | (c == _UNBRACE))
-        # outside a string: an even number of unescaped quotes before it (odd when inside)
-        before = np.searchsorted(quotes, marks) + inside
-        marks = c[marks[before % 2 == 0]]
-        step = ((marks == _OPEN) | (marks == _BRACE)).astype(np.int64) \
-            - ((marks == _CLOSE) | (marks == _UNBRACE))
+        kinds = _KIND[data[lo:lo + CHUNK]]
+        at = np.flatnonzero(kinds)
+        kind = kinds[at]
+        backslash = kind == _BACKSLASH
+        if backslash.any() or run:
+            escaped, run = _escaped(at[backslash], len(kinds), run)
+            keep = ~backslash
+            keep[np.isin(at, escaped, assume_unique=True)] = False    # escaped: not a mark
+            at, kind = at[keep], kind[keep]
+        quote = kind == _QUOTE
+        # inside a string: an odd number of quotes before it (its own not counted)
+        within = (np.cumsum(quote) - quote + inside) % 2 == 1
+        marks = kind[~quote & ~within]
+        step = (marks == _OPEN).astype(np.int64) - (marks == _CLOSE)
         level = depth + np.cumsum(step) - step        # the depth each mark stands at
         count += int(np.count_nonzero((marks == _COMMA) & (level == 1)))
         depth += int(step.sum())
-        inside ^= bool(quotes.size % 2)
+        inside = (inside + int(np.count_nonzero(quote))) % 2
         if count > most:
             break
     return count
 
 
-def _escaped(backslash: np.ndarray, run: int):
-    """(the positions of the chunk escaped by a backslash, the length of the run of backslashes
-    the chunk ends with); `run`: the previous chunk's."""
-    at = np.flatnonzero(backslash)
+def _escaped(at: np.ndarray, size: int, run: int):
+    """(the positions of a chunk of `size` bytes escaped by a backslash, the length of the run
+    of backslashes the chunk ends with); `at`: its backslashes' positions, `run`: the previous
+    chunk's."""
     if not at.size:
         return (np.array([0]) if run % 2 else at), 0
     breaks = np.flatnonzero(np.diff(at) != 1)
@@ -64,8 +70,8 @@ def _escaped(backslash: np.ndarray, run: int):
     escaped = ends[lengths % 2 == 1] + 1
     if run % 2 and starts[0] != 0:
         escaped = np.concatenate(([0], escaped))      # its last backslash escapes our first byte
-    trailing = int(lengths[-1]) if ends[-1] == len(backslash) - 1 else 0
-    return escaped[escaped < len(backslash)], trailing
+    trailing = int(lengths[-1]) if ends[-1] == size - 1 else 0
+    return escaped[escaped < size], trailing
 
 
 __all__ = ["elements"]
