@@ -107,6 +107,22 @@ def test_calibrate_usage_errors(argv, message, tmp_path, capsys, monkeypatch):
     assert code == 2 and message in err
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_calibrate_docs_that_are_not_a_regular_file_are_a_usage_error(kind, tmp_path, capsys):
+    """--docs was read with Path.read_text: a FIFO blocked the command for good, /dev/zero
+    filled the memory (E000). Refused before any fit, as every other input file is."""
+    import os
+
+    docs = tmp_path / "docs.md"
+    if kind == "fifo":
+        os.mkfifo(docs)
+    else:
+        docs.symlink_to("/dev/zero")
+    code, _, err = call(["calibrate", "a.csv", "--docs", str(docs)], capsys)
+    assert code == 2 and err == (f"astral: error: --docs: cannot read {docs}: not a regular "
+                                 f"file (a FIFO, device or socket)\n")
+
+
 def test_calibrate_without_a_usable_row_is_a_usage_error(tmp_path, capsys):
     """... that says why, row by row (it said only "no row ... can be forecast and scored")."""
     rows = [_row("k22b_full", id="int3", precision="INT3"),

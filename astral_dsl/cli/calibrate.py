@@ -71,9 +71,10 @@ def run(args, overrides) -> int:
                      f"{', '.join(names)})")
     if args.docs:
         try:
-            docs_text = Path(args.docs).read_text(encoding="utf-8")
+            docs_text = _docs_text(args.docs)
         except (OSError, UnicodeDecodeError) as exc:
-            return usage(f"--docs: cannot read {args.docs}: {exc}")
+            return usage(f"--docs: cannot read {args.docs}: "
+                         f"{getattr(exc, 'strerror', None) or exc}")
         if not out.markers(docs_text):
             return usage(f"--docs: {args.docs} marks no calibration table "
                          "(<!-- calibration:accuracy --> ... <!-- /calibration:accuracy -->)")
@@ -112,7 +113,7 @@ def run(args, overrides) -> int:
             return usage(f"-o {args.output}: {exc.strerror or exc}")
     if args.docs:
         try:       # read again: the fit takes minutes, and the file may have been edited since
-            docs_text = Path(args.docs).read_text(encoding="utf-8")
+            docs_text = _docs_text(args.docs)
             if not out.markers(docs_text):
                 return usage(f"--docs: {args.docs} no longer marks a calibration table")
             Path(args.docs).write_text(out.rewrite(docs_text, doc), encoding="utf-8")
@@ -138,6 +139,15 @@ def run(args, overrides) -> int:
                 f"reproduces {args.calibration} exactly" if not differ else
                 f"differs from {args.calibration}: " + "; ".join(differ)) + "\n")
     return EXIT_ERRORS if differ or rejected else EXIT_OK
+
+
+def _docs_text(path) -> str:
+    """The text of --docs FILE.md: a regular file of at most 64 MiB (a FIFO blocked the command,
+    `/dev/zero` filled the memory: E000), UTF-8."""
+    from astral_dsl.jsonin import MAX_BYTES
+    from astral_dsl.regularfile import read_regular
+
+    return read_regular(path, MAX_BYTES).decode("utf-8")
 
 
 def _said(diags, tables) -> list:
