@@ -107,6 +107,22 @@ def test_calibrate_usage_errors(argv, message, tmp_path, capsys, monkeypatch):
     assert code == 2 and message in err
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_calibrate_docs_that_are_not_a_regular_file_are_a_usage_error(kind, tmp_path, capsys):
+    """--docs was read with Path.read_text: a FIFO blocked the command for good, /dev/zero
+    filled the memory (E000). Refused before any fit, as every other input file is."""
+    import os
+
+    docs = tmp_path / "docs.md"
+    if kind == "fifo":
+        os.mkfifo(docs)
+    else:
+        docs.symlink_to("/dev/zero")
+    code, _, err = call(["calibrate", "a.csv", "--docs", str(docs)], capsys)
+    assert code == 2 and err == (f"astral: error: --docs: cannot read {docs}: not a regular "
+                                 f"file (a FIFO, device or socket)\n")
+
+
 def test_calibrate_without_a_usable_row_is_a_usage_error(tmp_path, capsys):
     """... that says why, row by row (it said only "no row ... can be forecast and scored")."""
     rows = [_row("k22b_full", id="int3", precision="INT3"),
@@ -309,6 +325,24 @@ def test_a_table_of_one_configuration_cannot_be_measured(tmp_path, capsys):
     path = _write(tmp_path, [_row("n1_7b"), _row("n1_7b", id="again")], "one.csv")
     code, _, err = call(["calibrate", str(path), "--max-iterations", "2"], capsys)
     assert code == 2 and "all one configuration" in err
+
+
+@pytest.mark.parametrize("fmt", ["human", "json"])
+def test_the_rows_rejected_are_said_when_nothing_is_left_to_fit(tmp_path, capsys, fmt):
+    """Two configurations, one of them under the other's id (E777): before, only the usage error
+    "all one configuration" was said, and not the row rejected that made it so."""
+    path = _write(tmp_path, [_row("n1_7b"), _row("n7_5b", id="n1_7b")], "twice.csv")
+    code, out, err = call(["calibrate", str(path), "--max-iterations", "2", "--format", fmt],
+                          capsys)
+    assert code == 2 and "all one configuration" in err
+    said = "row `n1_7b` is rejected: id: `n1_7b` is also the id of line 2"
+    if fmt == "json":
+        doc = json.loads(out)
+        assert [(d["code"], d["message"], d["range"]["start"]["line"])
+                for d in doc["diagnostics"]] == [("E777", said, 3)]
+        assert doc["valid"] is False and "all one configuration" in doc["usage_error"]
+    else:
+        assert out.startswith(f"error[E777]: {said}\n --> {path}:3:1\n")
 
 
 def test_a_fit_records_the_ranges_of_its_runs_and_its_runs_lie_within(tiny, capsys):

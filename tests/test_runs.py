@@ -703,6 +703,26 @@ def test_gpu_file_rows_that_cannot_run_on_it_say_why(tmp_path, capsys):
         "`A_Fabric`" in by["a"]["reason"]
 
 
+def test_gpu_file_blocks_whose_names_differ_in_case_alone_are_told_apart(tmp_path, capsys):
+    """`Lab_SU` (1 rack) and `LAB_SU` (8): a row naming LAB_SU ran on Lab_SU, the first whose
+    name matched without case and punctuation, and said nothing."""
+    two = tmp_path / "two.astral"
+    two.write_text("import stdlib.systems { DGX_H100_Rack, NDR_Fabric }\n"
+                   "block Lab_SU { racks = 1 x DGX_H100_Rack }\n"
+                   "block LAB_SU { racks = 8 x DGX_H100_Rack }\n"
+                   "fabric Lab_Fabric = NDR_Fabric\n", encoding="utf-8")
+    path = _write(tmp_path, [_row("r020", id=cell, system=cell)
+                             for cell in ("LAB_SU", "Lab_SU", "lab-su")])
+    code, out, _ = call(["runs", str(path), "--gpu-file", str(two), "--format", "json"], capsys)
+    by = {r["id"]: r for r in json.loads(out)["rows"]}
+    assert code == 0
+    assert by["LAB_SU"]["system"] == "LAB_SU" and by["Lab_SU"]["system"] == "Lab_SU"
+    assert by["lab-su"]["status"] == "not_expressible" and by["lab-su"]["field"] == "system"
+    assert by["lab-su"]["reason"] == (
+        "system `lab-su` matches the blocks Lab_SU, LAB_SU of the --gpu-file (names are "
+        "compared without case and punctuation): give their names apart")
+
+
 def test_gpu_file_errors(tmp_path, capsys):
     path = _write(tmp_path, [_row("r020")])
     empty = tmp_path / "empty.astral"

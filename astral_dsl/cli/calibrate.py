@@ -71,9 +71,10 @@ def run(args, overrides) -> int:
                      f"{', '.join(names)})")
     if args.docs:
         try:
-            docs_text = Path(args.docs).read_text(encoding="utf-8")
+            docs_text = _docs_text(args.docs)
         except (OSError, UnicodeDecodeError) as exc:
-            return usage(f"--docs: cannot read {args.docs}: {exc}")
+            return usage(f"--docs: cannot read {args.docs}: "
+                         f"{getattr(exc, 'strerror', None) or exc}")
         if not out.markers(docs_text):
             return usage(f"--docs: {args.docs} marks no calibration table "
                          "(<!-- calibration:accuracy --> ... <!-- /calibration:accuracy -->)")
@@ -93,11 +94,15 @@ def run(args, overrides) -> int:
     try:
         doc, _, _, every = calibrate(tables, by_source=tuple(args.by_source),
                                      max_iter=args.max_iterations, systems=systems)
-    except ValueError as exc:            # no usable row
-        return usage(f"{exc} ({', '.join(args.tables)})")
+    except ValueError as exc:            # no usable row: the rows rejected may be why
+        said = _said(diags, tables)
+        if not json_out:
+            from astral_dsl.cli.common import print_diagnostics
+
+            print_diagnostics(said, colour(args), sys.stdout)
+        return usage(f"{exc} ({', '.join(args.tables)})", said)
     rejected = [d for _, table in tables for d in table.rejected]     # E777, at their cells
-    disagree = [d for _, table in tables for d in table.warnings]     # W778, at their cells
-    diags = list(diags) + rejected + disagree + _warnings(doc, tables)
+    diags = _said(diags, tables) + _warnings(doc, tables)
     owner = {id(run): name for name, table in tables for run in table.runs}
     unused = _unused(every, owner)
     differ = out.compare(doc, old_doc) if old_doc is not None else None
@@ -108,7 +113,7 @@ def run(args, overrides) -> int:
             return usage(f"-o {args.output}: {exc.strerror or exc}")
     if args.docs:
         try:       # read again: the fit takes minutes, and the file may have been edited since
-            docs_text = Path(args.docs).read_text(encoding="utf-8")
+            docs_text = _docs_text(args.docs)
             if not out.markers(docs_text):
                 return usage(f"--docs: {args.docs} no longer marks a calibration table")
             Path(args.docs).write_text(out.rewrite(docs_text, doc), encoding="utf-8")
@@ -134,6 +139,22 @@ def run(args, overrides) -> int:
                 f"reproduces {args.calibration} exactly" if not differ else
                 f"differs from {args.calibration}: " + "; ".join(differ)) + "\n")
     return EXIT_ERRORS if differ or rejected else EXIT_OK
+
+
+def _docs_text(path) -> str:
+    """The text of --docs FILE.md: a regular file of at most 64 MiB (a FIFO blocked the command,
+    `/dev/zero` filled the memory: E000), UTF-8."""
+    from astral_dsl.jsonin import MAX_BYTES
+    from astral_dsl.regularfile import read_regular
+
+    return read_regular(path, MAX_BYTES).decode("utf-8")
+
+
+def _said(diags, tables) -> list:
+    """The --gpu-file's diagnostics, then each table's rows rejected (E777) and its rows whose
+    tokens/s and step time disagree (W778), at their cells."""
+    return list(diags) + [d for _, table in tables for d in table.rejected] \
+        + [d for _, table in tables for d in table.warnings]
 
 
 def _warnings(doc: dict, tables) -> list:

@@ -37,12 +37,12 @@ def usage_names(file) -> None:
         _USAGE_JSON[0] = {**_USAGE_JSON[0], "file": file}
 
 
-def _usage_document(message: str) -> None:
+def _usage_document(message: str, diagnostics=()) -> None:
     """The one-line JSON document of a usage error under `--format json`: the envelope, `valid`
-    false, no diagnostics, the reason as `usage_error`."""
+    false, the diagnostics found before it (none, mostly), the reason as `usage_error`."""
     fields = _USAGE_JSON[0]
     if fields is not None:
-        _failure_document((), {**fields, "usage_error": message},
+        _failure_document(diagnostics, {**fields, "usage_error": message},
                           error=message if "error" in fields else None)
 
 
@@ -144,11 +144,14 @@ def parse_sets(items) -> Dict[str, str]:
     return out
 
 
-def usage(message: str) -> int:
+def usage(message: str, diagnostics=()) -> int:
+    """A usage error: exit 2, the message on standard error. `diagnostics`: what the input said
+    before the command stopped, for the JSON document under `--format json` (the command prints
+    them itself otherwise)."""
     from astral_dsl.outputs.terminal import printable
 
     sys.stderr.write(f"astral: error: {printable(message)}\n")
-    _usage_document(message)
+    _usage_document(message, diagnostics)
     return EXIT_USAGE
 
 

@@ -213,6 +213,13 @@ def _too_large(path: str) -> Diagnostic:
                 "profile fewer steps per file, or split a rank log by rank")
 
 
+def _too_many(path: str, exc: Exception) -> Diagnostic:
+    return diag("E781", f"the trace holds {exc}, past the reader's budget for one rank's "
+                        f"trace (its memory): not read", path,
+                "profile fewer steps per file (torch.profiler.schedule's `active`), or fewer "
+                "activities")
+
+
 def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     try:
         with _open_regular(path) as fh:
@@ -241,7 +248,10 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     bom = 3 if data[:3] == b"\xef\xbb\xbf" else 0
     if data[bom:bom + 64].lstrip()[:1] in (b"{", b"["):
         # a profiler trace: only the fields and the events the reader uses
-        doc = tracedoc.decode(data[bom:] if bom else data)
+        try:
+            doc = tracedoc.decode(data[bom:] if bom else data)
+        except tracedoc.TooManyEvents as exc:
+            return [], [_too_many(path, exc)]
         if doc is not None:
             trace, diags = kineto.read(path, doc)
             return ([trace] if trace is not None else []), diags
@@ -311,6 +321,8 @@ def _gunzip(raw: bytes) -> bytes:
 def _json(path: str, text: str, stripped: str):
     try:
         doc = tracedoc.parse(text)        # json.loads, a trace's unused events dropped
+    except tracedoc.TooManyEvents as exc:
+        return [], [_too_many(path, exc)]
     except RecursionError:
         return [], [diag("E781", "the JSON is nested deeper than a trace or a log is: not "
                                  "read", path)]

@@ -20,6 +20,8 @@ from typing import Any, List, Optional
 
 import msgspec
 
+from astral_dsl.observe import jsoncount
+
 # the arguments read, JSON key -> attribute: a kernel's launch correlation and device, and what
 # PyTorch records on an NCCL kernel (its collective, process group and point-to-point peer); the
 # correlation and the device come first (kernels.py keys an NCCL kernel by the fields after them)
@@ -55,6 +57,31 @@ class TraceDoc(msgspec.Struct, frozen=True):
     deviceProperties: Any = None
 
 
+# A trace's budget: the elements of its event array (each costs msgspec a view of 56 bytes, or
+# the full parse a step of its scanner, before it is known whether it is an event) and the events
+# kept of them (about 300 to 700 bytes each as decoded). A real trace at load.MAX_BYTES holds
+# about 5 million events (215 bytes each, docs/diagnose.md), fewer than half of them kept.
+MAX_EVENTS = 10_000_000
+MAX_KEPT = 4_000_000
+
+
+class TooManyEvents(Exception):
+    """A trace past its budget (MAX_EVENTS, MAX_KEPT): the message says which."""
+
+
+def _too_many(kept_: bool) -> TooManyEvents:
+    return TooManyEvents(f"more than {MAX_KEPT:,} GPU kernels, memory copies, launches and "
+                         f"ProfilerStep annotations" if kept_ else
+                         f"more than {MAX_EVENTS:,} trace events")
+
+
+class _Shell(msgspec.Struct, frozen=True):
+    """A trace document with its event array one view of its bytes."""
+    traceEvents: msgspec.Raw
+    distributedInfo: Any = None
+    deviceProperties: Any = None
+
+
 class _Lazy(msgspec.Struct, frozen=True):
     """A trace document with its events left undecoded: each a view of its bytes."""
     traceEvents: List[msgspec.Raw]
@@ -63,6 +90,8 @@ class _Lazy(msgspec.Struct, frozen=True):
 
 
 _DOC = msgspec.json.Decoder(_Lazy)
+_SHELL = msgspec.json.Decoder(_Shell)
+_ONE = msgspec.json.Decoder(msgspec.Raw)
 _RAWS = msgspec.json.Decoder(List[msgspec.Raw])
 _EVENT = msgspec.json.Decoder(Event)
 _VALUE = msgspec.json.Decoder()
@@ -91,11 +120,7 @@ def decode(body: bytes) -> Optional[TraceDoc]:
     not an object) is decoded as plain JSON and brought to the schema's shape as a full parse's
     would be (`from_dict`)."""
     try:
-        if body.lstrip()[:1] == b"[":
-            raws, info, props = _RAWS.decode(body), None, None
-        else:
-            lazy = _DOC.decode(body)
-            raws, info, props = lazy.traceEvents, lazy.distributedInfo, lazy.deviceProperties
+        raws, info, props = _raws(body)
         events = []
         for raw in raws:
             try:
@@ -107,9 +132,32 @@ def decode(body: bytes) -> Optional[TraceDoc]:
                 e = _event(value)
             if kept(e):
                 events.append(e)
+                if len(events) > MAX_KEPT:
+                    raise _too_many(True)
     except _BAD:
         return None
     return TraceDoc(events, info, props)
+
+
+def _raws(body: bytes):
+    """(a view of each element of the event array, distributedInfo, deviceProperties);
+    TooManyEvents past MAX_EVENTS elements, counted before a view is made when the commas
+    could be that many (a real trace has about 25 an event: most are counted)."""
+    bare = body.lstrip()[:1] == b"["
+    if body.count(b",") < MAX_EVENTS:
+        if bare:
+            return _RAWS.decode(body), None, None
+        lazy = _DOC.decode(body)
+        return lazy.traceEvents, lazy.distributedInfo, lazy.deviceProperties
+    if bare:
+        array, info, props = _ONE.decode(body), None, None     # the array, as valid JSON
+    else:
+        shell = _SHELL.decode(body)
+        array, info, props = shell.traceEvents, shell.distributedInfo, shell.deviceProperties
+    if bytes(memoryview(array)[:1]) == b"[" and \
+            jsoncount.elements(array, MAX_EVENTS) > MAX_EVENTS:
+        raise _too_many(False)
+    return _RAWS.decode(array), info, props
 
 
 def _event(e: dict) -> Event:
@@ -172,12 +220,18 @@ def _events(text: str, i: int):
     i = _WS.match(text, i + 1).end()
     if text.startswith("]", i):
         return out, i + 1
+    seen = 0
     while True:
         e, i = _value(text, i)
+        seen += 1
+        if seen > MAX_EVENTS:
+            raise _too_many(False)
         if type(e) is dict:
             e = _event(e)
             if kept(e):
                 out.append(e)
+                if len(out) > MAX_KEPT:
+                    raise _too_many(True)
         closed, i = _after(text, i, "]")
         if closed:
             return out, i
@@ -216,5 +270,5 @@ def _after(text: str, i: int, close: str):
     return False, _WS.match(text, i + 1).end()
 
 
-__all__ = ["ARG_KEYS", "Args", "Event", "PEER_ATTRS", "TraceDoc", "decode", "from_dict", "kept",
-           "parse"]
+__all__ = ["ARG_KEYS", "Args", "Event", "MAX_EVENTS", "MAX_KEPT", "PEER_ATTRS", "TooManyEvents",
+           "TraceDoc", "decode", "from_dict", "kept", "parse"]

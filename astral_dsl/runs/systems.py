@@ -115,9 +115,16 @@ def match(row, systems: Sequence[System]) -> Tuple[Optional[System], str]:
     from astral_dsl.runs.parts import names_stdlib_system, system_of
 
     s = _n(row.system)
-    for sys_ in systems:
-        if s and _n(sys_.key) == s:
-            return sys_, ""
+    named = [x for x in systems if s and _n(x.key) == s]
+    if len(named) > 1:                      # `Lab_SU` and `LAB_SU`: the cell's own spelling
+        exact = [x for x in named if x.key == row.system.strip()]
+        if len(exact) == 1:
+            return exact[0], ""
+        return None, (f"system `{row.system}` matches the blocks "
+                      f"{', '.join(x.key for x in named)} of the --gpu-file (names are "
+                      f"compared without case and punctuation): give their names apart")
+    if named:
+        return named[0], ""
     if names_stdlib_system(row.system):
         return None, ""                     # "DGX-H100": the stdlib's, not a block of ours
     g = _n(row.gpu)
