@@ -96,6 +96,9 @@ def mtp_params(job) -> float:
     return m.mtp_layers * depth + (m.vocab * m.hidden / par.tp if par.pp > 1 else 0.0)
 
 
+_COLLECTIVES = {"rs": comm.reduce_scatter, "ag": comm.all_gather, "ar": comm.all_reduce}
+
+
 class ParamsMixin:
     def layer_params(self, L: int) -> float:
         """Parameters of layer L held by one rank (computed once per layer kind: the
@@ -136,11 +139,18 @@ class ParamsMixin:
         gradients of `per_param` = (dense, expert) bytes each (gathered_bytes): the dense ones over
         the DP x CP group, the routed experts' over the expert-data-parallel group
         (layer_expert_params), one after the other on the DP stream."""
-        fn = {"rs": comm.reduce_scatter, "ag": comm.all_gather, "ar": comm.all_reduce}[kind]
-        dense, expert = split
-        pd, pe = per_param
-        return (fn(self.net, self.groups["dp"], dense * pd)
-                + fn(self.net, self.groups["edp"], expert * pe))
+        # remembered: a stage's buckets repeat its layers' shapes, and stages their buckets
+        # (`layouts_key`: the groups, a stage's own where they are not the job's: lower.Lowering.at)
+        key = (self.layouts_key, kind, split, per_param)
+        memo = self.__dict__.setdefault("_memo_coll", {})
+        hit = memo.get(key)
+        if hit is None:
+            fn = _COLLECTIVES[kind]
+            dense, expert = split
+            pd, pe = per_param
+            hit = memo[key] = (fn(self.net, self.groups["dp"], dense * pd)
+                               + fn(self.net, self.groups["edp"], expert * pe))
+        return hit
 
     def gathered_bytes(self, dense: float, linear: float) -> Tuple[float, float]:
         """Bytes per parameter an all-gather of weights moves, (dense, routed-expert), for
@@ -158,8 +168,13 @@ class ParamsMixin:
 
     def dense_linear(self, L: int) -> float:
         """The dense linear parameters of layer L held by one rank (its linear layers' less
-        its routed experts')."""
-        return layer_linear_params(self.job, L) - self.layer_split(L)[1]
+        its routed experts'; computed once per layer kind, as layer_params)."""
+        key = self.job.model.shape_key(L)
+        memo = self.__dict__.setdefault("_memo_linear", {})
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = layer_linear_params(self.job, L) - self.layer_split(L)[1]
+        return hit
 
     def stage_params(self, stage: int) -> float:
         memo = self.__dict__.setdefault("_memo_stage", {})
