@@ -30,6 +30,7 @@ lower_moe.py, lower_mamba.py, lower_linear.py and lower_comm.py.
 from __future__ import annotations
 
 import copy
+from functools import cached_property
 from typing import Dict, Optional
 
 from astral_dsl.seer import comm
@@ -259,6 +260,15 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
             self._views[key] = view
         return view
 
+    def stage_key(self, stage: int) -> tuple:
+        """What a stage's parameters and templates depend on: its groups, the shapes of its
+        chunks' layers, whether it holds the embedding or the head, its offloaded layers. Stages
+        of one key hold alike (param_gather.gather_gates works once per key)."""
+        par, shapes = self.job.parallel, self._shapes
+        return (self.at(stage).layouts_key,
+                tuple(shapes[first:first + n] for first, n in self.chunks[stage]),
+                stage == 0, stage == par.pp - 1, self.offloaded(stage))
+
     def stage_lowerings(self) -> tuple:
         """One lowering per distinct set of stage groups (`at`), in the order of the stages (`at`
         is asked once per set, not once per stage: a search asks this of thousands of jobs)."""
@@ -273,10 +283,9 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         par = self.job.parallel
         embed = stage == 0 and chunk == 0
         head = stage == par.pp - 1 and chunk == par.v - 1
-        kinds = tuple(self.job.model.shape_key(L) for L in range(first, first + n))
         offloaded = self.offloaded(stage)
-        key = (phase, kinds, embed, head, tuple(sorted(L - first for L in offloaded)),
-               self.layouts_key)
+        key = (phase, self._shapes[first:first + n], embed, head,
+               tuple(sorted(L - first for L in offloaded)) if offloaded else (), self.layouts_key)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -344,6 +353,13 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
                                                    + (redone if phase == "B" else 0)))
         self._cache[key] = tpl
         return tpl
+
+    @cached_property
+    def _shapes(self) -> tuple:
+        """The shape key (model_spec.ModelSpec.shape_key) of each layer of the chunks: a
+        template's key slices it (each stage's every chunk asks for one, in both passes)."""
+        end = max((first + n for row in self.chunks for first, n in row), default=0)
+        return tuple(map(self.job.model.shape_key, range(end)))
 
     def offloaded(self, stage: int) -> frozenset:
         """The layers of `stage` whose activations go to host memory: its first
