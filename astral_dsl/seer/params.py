@@ -216,6 +216,16 @@ class ParamsMixin:
                    for L, c in self.job.model.kinds(first, n))
 
     def optimizer_time(self, stage: int) -> float:
+        """_optimizer_time, worked out once per stage key (lower.Lowering.stage_key: stages
+        that hold alike step alike)."""
+        key = self.stage_key(stage)
+        memo = self.__dict__.setdefault("_memo_optimizer", {})
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = self._optimizer_time(stage)
+        return hit
+
+    def _optimizer_time(self, stage: int) -> float:
         """Mixed-precision Adam, multi-tensor fused: per parameter it reads the fp32 master,
         gradient, m and v and writes master, m, v and the low-precision copy (30 bytes), plus the
         gradient-norm read and the gradient zeroing (8 bytes); with `optimizer_dtype = bf16` m and

@@ -72,6 +72,8 @@ class StageRun:
     # one p2p transfer into this stage: of a forward's input (over the boundary before it,
     # or the wrap-around into stage 0) and of a backward's (the boundary after it)
     hops: Tuple[float, float] = (0.0, 0.0)
+    # chunk -> position of its last backward (schedule_plan._Steps.last_backward, per shape)
+    last_at: Dict[int, int] = attrs.field(factory=dict)
 
     def waits(self) -> List[float]:
         """Idle time of the compute stream before each block."""
@@ -109,16 +111,8 @@ class StageRun:
 
     def last_backwards(self) -> Dict[int, Tuple[float, float]]:
         """chunk -> (start, end) of its last backward."""
-        out = {}
-        vm = self.v * self.m
-        for k in range(len(self.codes) - 1, -1, -1):
-            x = self.codes[k]
-            c = (x - vm) // self.m
-            if x >= vm and c not in out:
-                out[c] = (self.start[k], self.end[k])
-                if len(out) == self.v:
-                    break
-        return out
+        start, end = self.start, self.end
+        return {c: (start[k], end[k]) for c, k in self.last_at.items()}
 
 
 def simulate(low, m: int) -> Tuple[List[StageRun], float]:
@@ -146,7 +140,7 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
     durs = [table[k] for k in steps.slot]      # in the order of the sequence
     n = len(durs)
     runs = [StageRun(codes=list(seq), remote=list(plan.remote[b:b + len(seq)]), v=v, m=m,
-                     hops=(hops[i - 1], hops[i]))
+                     hops=(hops[i - 1], hops[i]), last_at=steps.last_backward[i])
             for i, (seq, b) in enumerate(zip(plan.codes, plan.base))]
     hop_in = key_hops(hops, p, v * m)
     gates = {}
@@ -238,6 +232,7 @@ def key_hops(hops, p: int, vm: int) -> List[float]:
 def iteration_tail(low, runs: List[StageRun]) -> float:
     v = low.job.parallel.v
     lay = low.groups["dp"]
+    layers_of: Dict[tuple, float] = {}     # stage key -> its layers' parameters
     for i, run in enumerate(runs):
         last = run.last_backwards()
         dp_free = 0.0
@@ -250,8 +245,11 @@ def iteration_tail(low, runs: List[StageRun]) -> float:
                 for L, off in ends.items():
                     ready_list.append((start + off, low.layer_split(first + L)))
                 if c == 0:   # embedding / head weights: final with chunk 0's last backward
-                    own = sum(low.layer_params(L) for first, n in low.chunks[i]
-                              for L in range(first, first + n))
+                    key = low.stage_key(i)
+                    own = layers_of.get(key)
+                    if own is None:
+                        own = layers_of[key] = sum(low.layer_params(L) for first, n in
+                                                   low.chunks[i] for L in range(first, first + n))
                     if low.stage_params(i) > own:
                         ready_list.append((end, (low.stage_params(i) - own, 0.0)))
             ready_list.sort()
