@@ -146,6 +146,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
                                not job.cuda_graphs else None) if job.grouped_gemm else 1
         self._cache: Dict[tuple, Template] = {}      # by shape (chunks of one shape share it)
         self._at: Dict[tuple, Template] = {}         # by (stage, chunk, phase)
+        self._alike: Dict[tuple, Template] = {}      # by (stage_key, chunk, phase)
 
     # ---- one transformer layer (its operators: lower_attention.py, lower_dense.py,
     # lower_moe.py, lower_mamba.py, lower_linear.py, lower_comm.py) --------------------
@@ -237,8 +238,12 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
     def template(self, stage: int, chunk: int, phase: str) -> Template:
         at = (stage, chunk, phase)
         hit = self._at.get(at)
-        if hit is None:
-            hit = self._at[at] = self.at(stage)._template(stage, chunk, phase)
+        if hit is None:         # stages of one key (stage_key) share their chunks' templates
+            alike = (self.stage_key(stage), chunk, phase)
+            hit = self._alike.get(alike)
+            if hit is None:
+                hit = self._alike[alike] = self.at(stage)._template(stage, chunk, phase)
+            self._at[at] = hit
         return hit
 
     def at(self, stage: int) -> "Lowering":
@@ -263,11 +268,16 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
     def stage_key(self, stage: int) -> tuple:
         """What a stage's parameters and templates depend on: its groups, the shapes of its
         chunks' layers, whether it holds the embedding or the head, its offloaded layers. Stages
-        of one key hold alike (param_gather.gather_gates works once per key)."""
+        of one key hold alike and share their templates (param_gather.gather_gates and the
+        optimizer step work once per key)."""
+        return self._stage_keys[stage]
+
+    @cached_property
+    def _stage_keys(self) -> tuple:
         par, shapes = self.job.parallel, self._shapes
-        return (self.at(stage).layouts_key,
-                tuple(shapes[first:first + n] for first, n in self.chunks[stage]),
-                stage == 0, stage == par.pp - 1, self.offloaded(stage))
+        return tuple((self.at(i).layouts_key,
+                      tuple(shapes[first:first + n] for first, n in self.chunks[i]),
+                      i == 0, i == par.pp - 1, self.offloaded(i)) for i in range(par.pp))
 
     def stage_lowerings(self) -> tuple:
         """One lowering per distinct set of stage groups (`at`), in the order of the stages (`at`
