@@ -79,7 +79,7 @@ from typing import Callable, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.seer.params import (by_shape, layer_expert_params, layer_linear_params,
-                                    stage_params as _stage_params)
+                                    layer_params, stage_params as _stage_params)
 from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec
 from astral_dsl.seer.activations import layer_activation_bytes
 from astral_dsl.seer.stages import chunk_layers
@@ -230,9 +230,10 @@ def of_job(job: JobSpec) -> MemoryEstimate:
     """estimate() of `job` with the parameters its own stages hold (params.stage_params over
     stages.chunk_layers, what a Lowering's stage_params gives): a forecast asks it twice of the
     same job (validate_memory.memory_check, then rule.choose), and a job spec is frozen, so the
-    second is the first's result (~2 of the reference forecast's 10 ms: bench_seer.py)."""
-    chunks = chunk_layers(job)
-    return estimate(job, lambda i: _stage_params(job, chunks, i))
+    second is the first's result (~2 of the reference forecast's 10 ms: bench_seer.py). A
+    layer's parameters are counted once per shape, as the Lowering counts them."""
+    chunks, layer = chunk_layers(job), by_shape(job, layer_params)
+    return estimate(job, lambda i: _stage_params(job, chunks, i, layer))
 
 
 @records.frozen(slots=False)
