@@ -85,7 +85,9 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         self.stage_groups = stage_groups(job, net, self.groups)
         self.layouts_key: Optional[int] = None
         self._views: Dict[int, "Lowering"] = {}
-        self._root = self
+        # a view's: the lowering it was made from (this one refers to no other, not to itself:
+        # a lowering without views is freed as its last reference goes, not by the collector)
+        self._root: Optional["Lowering"] = None
         self.elem = job.bytes
         self.fp8 = job.fp8
         self.tokens = job.micro * job.seq / par.cp
@@ -260,7 +262,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         view = self._views.get(key)
         if view is None:
             view = copy.copy(self)
-            view.groups, view.layouts_key = lays, len(self._views)
+            view.groups, view.layouts_key, view._root = lays, len(self._views), self
             view.__dict__.pop("_hops", None)     # the job's transfers: this one's p2p_hops
             self._views[key] = view
         return view
