@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import copy
 from functools import cached_property
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.activations import layer_activation_bytes
@@ -267,19 +267,21 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
             self._views[key] = view
         return view
 
-    def stage_key(self, stage: int) -> tuple:
-        """What a stage's parameters and templates depend on: its groups, the shapes of its
-        chunks' layers, whether it holds the embedding or the head, its offloaded layers. Stages
-        of one key hold alike and share their templates (param_gather.gather_gates and the
-        optimizer step work once per key)."""
+    def stage_key(self, stage: int) -> int:
+        """The first stage that holds as `stage` does: the same groups, the same shapes of its
+        chunks' layers, the embedding or the head alike, the same offloaded layers (what its
+        parameters and templates depend on). Stages of one key share their templates
+        (`template`); param_gather.gather_gates and the optimizer step work once per key."""
         return self._stage_keys[stage]
 
     @cached_property
-    def _stage_keys(self) -> tuple:
+    def _stage_keys(self) -> Tuple[int, ...]:
         par, shapes = self.job.parallel, self._shapes
-        return tuple((self.at(i).layouts_key,
-                      tuple(shapes[first:first + n] for first, n in self.chunks[i]),
-                      i == 0, i == par.pp - 1, self.offloaded(i)) for i in range(par.pp))
+        first: Dict[tuple, int] = {}
+        return tuple(first.setdefault((self.at(i).layouts_key,
+                                       tuple(shapes[f:f + n] for f, n in self.chunks[i]),
+                                       i == 0, i == par.pp - 1, self.offloaded(i)), i)
+                     for i in range(par.pp))
 
     def stage_lowerings(self) -> tuple:
         """One lowering per distinct set of stage groups (`at`), in the order of the stages (`at`

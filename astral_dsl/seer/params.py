@@ -177,10 +177,12 @@ class ParamsMixin:
         return hit
 
     def stage_params(self, stage: int) -> float:
+        """Parameters held by one rank of `stage` (once per stage key: lower.Lowering.stage_key)."""
+        key = self.stage_key(stage)
         memo = self.__dict__.setdefault("_memo_stage", {})
-        hit = memo.get(stage)
+        hit = memo.get(key)
         if hit is None:
-            hit = memo[stage] = self._stage_params(stage)
+            hit = memo[key] = self._stage_params(key)      # its key: the first stage alike
         return hit
 
     def _stage_params(self, stage: int) -> float:
