@@ -28,6 +28,9 @@ class Low:
     def template(self, i, c, phase):
         return SimpleNamespace(duration=F if phase == "F" else B)
 
+    def stage_key(self, i):
+        return i                         # each stage its own (Lowering.stage_key)
+
     def optimizer_time(self, i):
         return 0.0
 

@@ -1,14 +1,21 @@
 """What Seer's shortcuts give is what the long way gives, to the bit: a run of layers of one shape
 copied instead of built (template.Builder.each; ZeRO-3 / FSDP jobs' too, each layer waiting for
 its own weights' gather), the schedule walked by its _Steps, a
-forecast's iteration time without its memory estimate and breakdown (forecast.iteration), and
-that time walked by a walk._Program instead of schedule.simulate."""
+forecast's iteration time without its memory estimate and breakdown (forecast.iteration),
+that time walked by a walk._Program instead of schedule.simulate, and what stages of one key
+share (Lowering.stage_key). A forecast's lowering is freed by its references, and a design's
+fabrics are counted once while it lives."""
 from __future__ import annotations
 
+import gc
 import operator
+import weakref
+from pathlib import Path
 
 import attrs
 import pytest
+
+import astral_dsl
 
 from astral_dsl.runs.evaluate import prepare
 from astral_dsl.runs.table import read_table
@@ -17,10 +24,12 @@ from astral_dsl.seer.calibration import RUN_FILES, priors, shipped
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import offload_obstacle
+from astral_dsl.seer.param_gather import _stage_gates
 from astral_dsl.seer.schedule import runnable, simulate
 from astral_dsl.seer.template import Builder
 from astral_dsl.seer.walk import iteration_time
 
+REPO = Path(__file__).resolve().parents[1]
 FIELDS = ("name", "cat", "stream", "dur", "flops", "nbytes", "group", "layer", "deps", "start",
           "end", "shape", "kernels")
 FIELDS_OF = operator.attrgetter(*FIELDS)      # an op's FIELDS as a tuple (in C: 130,000 ops)
@@ -257,3 +266,78 @@ def test_fsdp_layers_copied_are_the_built_ones(jobs, monkeypatch):
         m = job.microbatches
         assert iteration_time(la, m).hex() == iteration_time(lb, m).hex(), job.name
         assert simulate(la, m)[1].hex() == simulate(lb, m)[1].hex(), job.name
+
+
+def test_stages_of_one_key_share_what_each_would_work_out(jobs):
+    """Stages of one key (Lowering.stage_key: their groups, their chunks' layer shapes, the
+    embedding or the head, offloaded layers) share their chunks' templates, their overlapped
+    parameter gather and their optimizer step: each is, to the bit, what the stage works out
+    alone (its own template key, param_gather._stage_gates, _optimizer_time) on a lowering
+    that has shared nothing."""
+    shared = viewed = gated = 0
+    for job, gpu, net in jobs:
+        low, _ = _lowered(job, gpu, net)
+        alone = Lowering(job, Costs.of(job, gpu, None, priors()), net)
+        par = job.parallel
+        keys = [low.stage_key(i) for i in range(par.pp)]
+        shared += len(set(keys)) < len(keys)
+        viewed += len(low.stage_lowerings()) > 1
+        gates = job.overlap_param_gather and par.zero in (1, 2) and low.synced
+        if gates:
+            simulate(low, job.microbatches)      # each stage key's gates, as the forecast's
+            gated += 1
+        for i in range(par.pp):
+            for c in range(par.v):
+                for ph in "FB":
+                    a, b = low.template(i, c, ph), alone.at(i)._template(i, c, ph)
+                    assert (a.duration, a.host, a.layer_ends()) == \
+                        (b.duration, b.host, b.layer_ends()), job.name
+                    assert list(map(FIELDS_OF, a.ops)) == list(map(FIELDS_OF, b.ops)), job.name
+            assert low.optimizer_time(i).hex() == alone._optimizer_time(i).hex(), job.name
+            if gates:
+                assert low.__dict__["_memo_gates"][keys[i]] == _stage_gates(alone, i), job.name
+    assert shared > 50 and viewed > 5 and gated > 100, (shared, viewed, gated)
+
+
+def test_a_lowering_without_views_is_freed_as_its_last_reference_goes(jobs):
+    """A lowering refers to no other and not to itself unless it has views (Lowering.at): a
+    forecast's is freed at once, not left for the cyclic collector (whose pass after a
+    forecast walked the last one's templates too)."""
+    job, gpu, net = next((j, g, n) for j, g, n in jobs if j.parallel.pp > 1
+                         and len(_lowered(j, g, n)[0].stage_lowerings()) == 1)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        low, _ = _lowered(job, gpu, net)
+        simulate(low, job.microbatches)
+        gone = weakref.ref(low)
+        del low
+        assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_a_designs_fabrics_are_counted_once_while_it_lives(monkeypatch):
+    """cluster_of counts the design's fabrics (analyses/network.fabric_counts) once per design,
+    not once per forecast: a second cluster of the same design reads the same counts and is the
+    first; the counts go with the design."""
+    from astral_dsl.seer import cluster
+
+    calls = []
+
+    def counted(design, cache=None):
+        calls.append(design)
+        return fabric_counts(design, cache)
+    fabric_counts = cluster.fabric_counts
+    monkeypatch.setattr(cluster, "fabric_counts", counted)
+    design = astral_dsl.load(REPO / "examples" / "single_pod.astral")
+    job = design.jobs[0]
+    first, second = cluster.cluster_of(design, job), cluster.cluster_of(design, job)
+    assert len(calls) == 1 and first == second
+    other = astral_dsl.load(REPO / "examples" / "single_pod.astral")
+    assert cluster.cluster_of(other, other.jobs[0]) == first and len(calls) == 2
+    gone = weakref.ref(design)
+    del design, job, calls[:]
+    gc.collect()
+    assert gone() is None and other in cluster._FABRICS

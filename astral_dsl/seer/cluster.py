@@ -14,6 +14,7 @@ each boundary between pipeline stages is priced by its own slowest pair, slowed 
 failures on its pairs' hosts and paths (seer/pipeline_pairs.py)."""
 from __future__ import annotations
 
+import weakref
 from typing import List, Optional, Tuple
 
 import attrs
@@ -119,7 +120,7 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     for c, nic in nics:
         ports.extend([(_q(nic, "port_speed") / BITS, int(_q(nic, "ports", 1) or 1))] * c)
     fabrics = network_failures.counts(design, cache, applied.tier_failures, applied.fabric) \
-        if applied else fabric_counts(design, cache)
+        if applied else _fabric_counts(design, cache)
     fabric = _fabric_for(fabrics, pairs)
     rail_bw = _rail_bandwidth(ports, per_host)
     spans = job_scopes(design, job, fabric, per_host, ranks, cache) if fabric else None
@@ -147,11 +148,24 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
                   domain_note + pxn_note, worst, cut)
     healthy = None
     if applied:
-        plain = _fabric_for(fabric_counts(design, cache), pairs)
+        plain = _fabric_for(_fabric_counts(design, cache), pairs)
         healthy = attrs.evolve(net, worst=(),
                                tiers=tuple(tiers_of(design, plain, layout, hosts, cache, spans))
                                if plain else ())
     return Cluster(spec, net, gpus, hosts, name, healthy, damaged, per_rack)
+
+
+_FABRICS: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()
+
+
+def _fabric_counts(design, cache) -> list:
+    """The design's fabrics with their switch counts (analyses/network.py), counted once per
+    design: a compiled design is frozen, and every forecast on it (each job, the rule's
+    candidates, a sweep's points) reads the same counts. Kept while the design lives."""
+    hit = _FABRICS.get(design)
+    if hit is None:
+        hit = _FABRICS[design] = fabric_counts(design, cache)
+    return hit
 
 
 def _fabric_for(counts, pairs):

@@ -30,7 +30,8 @@ lower_moe.py, lower_mamba.py, lower_linear.py and lower_comm.py.
 from __future__ import annotations
 
 import copy
-from typing import Dict, Optional
+from functools import cached_property
+from typing import Dict, Optional, Tuple
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.activations import layer_activation_bytes
@@ -84,7 +85,9 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         self.stage_groups = stage_groups(job, net, self.groups)
         self.layouts_key: Optional[int] = None
         self._views: Dict[int, "Lowering"] = {}
-        self._root = self
+        # a view's: the lowering it was made from (this one refers to no other, not to itself:
+        # a lowering without views is freed as its last reference goes, not by the collector)
+        self._root: Optional["Lowering"] = None
         self.elem = job.bytes
         self.fp8 = job.fp8
         self.tokens = job.micro * job.seq / par.cp
@@ -145,6 +148,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
                                not job.cuda_graphs else None) if job.grouped_gemm else 1
         self._cache: Dict[tuple, Template] = {}      # by shape (chunks of one shape share it)
         self._at: Dict[tuple, Template] = {}         # by (stage, chunk, phase)
+        self._alike: Dict[tuple, Template] = {}      # by (stage_key, chunk, phase)
 
     # ---- one transformer layer (its operators: lower_attention.py, lower_dense.py,
     # lower_moe.py, lower_mamba.py, lower_linear.py, lower_comm.py) --------------------
@@ -236,8 +240,12 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
     def template(self, stage: int, chunk: int, phase: str) -> Template:
         at = (stage, chunk, phase)
         hit = self._at.get(at)
-        if hit is None:
-            hit = self._at[at] = self.at(stage)._template(stage, chunk, phase)
+        if hit is None:         # stages of one key (stage_key) share their chunks' templates
+            alike = (self.stage_key(stage), chunk, phase)
+            hit = self._alike.get(alike)
+            if hit is None:
+                hit = self._alike[alike] = self.at(stage)._template(stage, chunk, phase)
+            self._at[at] = hit
         return hit
 
     def at(self, stage: int) -> "Lowering":
@@ -254,10 +262,26 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         view = self._views.get(key)
         if view is None:
             view = copy.copy(self)
-            view.groups, view.layouts_key = lays, len(self._views)
+            view.groups, view.layouts_key, view._root = lays, len(self._views), self
             view.__dict__.pop("_hops", None)     # the job's transfers: this one's p2p_hops
             self._views[key] = view
         return view
+
+    def stage_key(self, stage: int) -> int:
+        """The first stage that holds as `stage` does: the same groups, the same shapes of its
+        chunks' layers, the embedding or the head alike, the same offloaded layers (what its
+        parameters and templates depend on). Stages of one key share their templates
+        (`template`); param_gather.gather_gates and the optimizer step work once per key."""
+        return self._stage_keys[stage]
+
+    @cached_property
+    def _stage_keys(self) -> Tuple[int, ...]:
+        par, shapes = self.job.parallel, self._shapes
+        first: Dict[tuple, int] = {}
+        return tuple(first.setdefault((self.at(i).layouts_key,
+                                       tuple(shapes[f:f + n] for f, n in self.chunks[i]),
+                                       i == 0, i == par.pp - 1, self.offloaded(i)), i)
+                     for i in range(par.pp))
 
     def stage_lowerings(self) -> tuple:
         """One lowering per distinct set of stage groups (`at`), in the order of the stages (`at`
@@ -273,10 +297,9 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         par = self.job.parallel
         embed = stage == 0 and chunk == 0
         head = stage == par.pp - 1 and chunk == par.v - 1
-        kinds = tuple(self.job.model.shape_key(L) for L in range(first, first + n))
         offloaded = self.offloaded(stage)
-        key = (phase, kinds, embed, head, tuple(sorted(L - first for L in offloaded)),
-               self.layouts_key)
+        key = (phase, self._shapes[first:first + n], embed, head,
+               tuple(sorted(L - first for L in offloaded)) if offloaded else (), self.layouts_key)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -344,6 +367,13 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
                                                    + (redone if phase == "B" else 0)))
         self._cache[key] = tpl
         return tpl
+
+    @cached_property
+    def _shapes(self) -> tuple:
+        """The shape key (model_spec.ModelSpec.shape_key) of each layer of the chunks: a
+        template's key slices it (each stage's every chunk asks for one, in both passes)."""
+        end = max((first + n for row in self.chunks for first, n in row), default=0)
+        return tuple(map(self.job.model.shape_key, range(end)))
 
     def offloaded(self, stage: int) -> frozenset:
         """The layers of `stage` whose activations go to host memory: its first

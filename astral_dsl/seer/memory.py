@@ -75,11 +75,11 @@ margin into a warning (W750), a clear excess into E757."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.seer.params import (by_shape, layer_expert_params, layer_linear_params,
-                                    stage_params as _stage_params)
+                                    layer_params, stage_params as _stage_params)
 from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec
 from astral_dsl.seer.activations import layer_activation_bytes
 from astral_dsl.seer.stages import chunk_layers
@@ -217,9 +217,9 @@ def estimate(job: JobSpec, stage_params) -> MemoryEstimate:
     """stage_params(i): parameters held by one rank of stage i (lower.Lowering.stage_params).
     The estimate of the fullest stage."""
     best = None
-    memo: dict = {}
+    shared = _Shared.of(job)
     for i in range(job.parallel.pp):
-        est = stage_estimate(job, stage_params, i, memo)
+        est = stage_estimate(job, stage_params, i, shared)
         if best is None or est.total > best.total:
             best = est
     return best
@@ -230,31 +230,54 @@ def of_job(job: JobSpec) -> MemoryEstimate:
     """estimate() of `job` with the parameters its own stages hold (params.stage_params over
     stages.chunk_layers, what a Lowering's stage_params gives): a forecast asks it twice of the
     same job (validate_memory.memory_check, then rule.choose), and a job spec is frozen, so the
-    second is the first's result (~2 of the reference forecast's 10 ms: bench_seer.py)."""
-    chunks = chunk_layers(job)
-    return estimate(job, lambda i: _stage_params(job, chunks, i))
+    second is the first's result (~2 of the reference forecast's 10 ms: bench_seer.py). A
+    layer's parameters are counted once per shape, as the Lowering counts them."""
+    chunks, layer = chunk_layers(job), by_shape(job, layer_params)
+    return estimate(job, lambda i: _stage_params(job, chunks, i, layer))
 
 
-def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstimate:
-    """The estimate of one GPU of stage i. `memo`: a dict shared by the stages of one job, the
-    activations of a layer kept by its shape (every layer of a shape holds the same)."""
-    memo = {} if memo is None else memo
+@records.frozen(slots=False)
+class _Shared:
+    """What the stages of one job share: its chunks, its bytes per parameter, the job its full
+    recomputation rebuilds a layer as (`plain`), and per layer shape its expert parameters,
+    linear weights and activations (`acts`: (recompute, shape key) -> bytes; every layer of a
+    shape holds the same). Made once per estimate, not once per stage."""
+    chunks: Tuple[Tuple[Tuple[int, int], ...], ...]
+    states: Tuple[Tuple[float, float, float, float], Tuple[float, float, float, float]]
+    plain: JobSpec
+    expert_of: Callable[[int], float]
+    linear_of: Callable[[int], float]
+    acts: dict
+
+    @classmethod
+    def of(cls, job: JobSpec) -> "_Shared":
+        return cls(chunk_layers(job),
+                   (state_bytes_per_param(job), state_bytes_per_param(job, experts=True)),
+                   job.with_(recompute="none") if job.recompute == "full" else job,
+                   by_shape(job, layer_expert_params), by_shape(job, layer_linear_params), {})
+
+
+def stage_estimate(job: JobSpec, stage_params, i: int,
+                   shared: Optional[_Shared] = None) -> MemoryEstimate:
+    """The estimate of one GPU of stage i. `shared`: what the stages of the job share (_Shared,
+    made here when not given)."""
+    shared = _Shared.of(job) if shared is None else shared
+    memo, shape_key = shared.acts, job.model.shape_key
 
     def acts_of(j: JobSpec, L: int) -> float:
-        key = (j.recompute, job.model.shape_key(L))
+        key = (j.recompute, shape_key(L))
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = layer_activation_bytes(j, L)
         return hit
 
     par = job.parallel
-    chunks = chunk_layers(job)[i]
+    chunks = shared.chunks[i]
     params = stage_params(i)
-    expert_of = by_shape(job, layer_expert_params)
+    expert_of = shared.expert_of
     expert = sum(expert_of(L) for first, count in chunks for L in range(first, first + count))
     dense = params - expert
-    states = [dense * d + expert * e for d, e in
-              zip(state_bytes_per_param(job), state_bytes_per_param(job, experts=True))]
+    states = [dense * d + expert * e for d, e in zip(*shared.states)]
     weights = states[0]
     if par.zero >= 3 and par.dp * par.cp > 1:
         layers = sum(count for _, count in chunks)
@@ -262,7 +285,7 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
         weights += job.bytes * params if not par.reshard_after_forward else 2 * full
     kinds = [job.model.kinds(first, count) for first, count in chunks]
     partial = job.recompute == "full" and job.recompute_layers is not None
-    plain = job.with_(recompute="none") if job.recompute == "full" else job
+    plain = shared.plain
 
     def held_by(L: int, first: int) -> float:   # the first `recompute_layers` of a chunk: full
         return acts_of(job if not partial or L - first < job.recompute_layers else plain, L)
@@ -296,7 +319,7 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
         logits += m.mtp_layers * tokens * 5 * m.hidden * job.bytes
     fp8_copies = 0.0
     if job.fp8:
-        linear_of = by_shape(job, layer_linear_params)
+        linear_of = shared.linear_of
         linear = [linear_of(L) for first, count in chunks for L in range(first, first + count)]
         if job.quantised_params and params > 0:
             # the linear weights held in their quantised copies only (module docstring): their

@@ -33,9 +33,30 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     after its last layer's buckets have let that layer start. Returns the position of
     each chunk's first forward -> (first ready, last ready, one layer's forward time) and records
     the gather on the DP stream."""
-    job, lay = low.job, low.groups["dp"]
+    job = low.job
     if not (job.overlap_param_gather and job.parallel.zero in (1, 2) and low.synced):
         return {}
+    key = low.stage_key(i)         # stages that hold alike gather alike
+    memo = low.__dict__.setdefault("_memo_gates", {})
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = _stage_gates(low, i)
+    gates, t = hit
+    run.gather = (0.0, t)
+    first_forward = {}              # chunk -> position of its first forward in the stage's order
+    vm, m = run.v * run.m, run.m
+    for k, x in enumerate(run.codes):
+        if x < vm and x // m not in first_forward:
+            first_forward[x // m] = k
+            if len(first_forward) == run.v:
+                break
+    return {first_forward[c]: gate for c, gate in gates.items()}
+
+
+def _stage_gates(low, i: int) -> Tuple[Dict[int, Tuple[float, float, float]], float]:
+    """gather_gates of stage i by chunk: chunk -> (first ready, last ready, one layer's forward
+    time), and when the stage's last gather ends."""
+    job, lay = low.job, low.groups["dp"]
     items, owner = [], []            # forward order: embedding, chunk 0 layers, chunk 1 ...
     own = 0.0
     for c, (first, n) in enumerate(low.chunks[i]):
@@ -68,20 +89,12 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     back_to_back = len(layer_f) > 1 or not tied
     done, t = _chain(pieces, [0.0 if k == 0 and extra > 0 else layer_f[o]
                               for k, o in enumerate(owner)], back_to_back)
-    run.gather = (0.0, t)
     gates = {}
     for c in range(len(layer_f)):
         ks = [k for k, o in enumerate(owner) if o == c]
         if ks:
             gates[c] = (done[ks[0]], done[ks[-1]], layer_f[c])
-    first_forward = {}              # chunk -> position of its first forward in the stage's order
-    vm, m = run.v * run.m, run.m
-    for k, x in enumerate(run.codes):
-        if x < vm and x // m not in first_forward:
-            first_forward[x // m] = k
-            if len(first_forward) == run.v:
-                break
-    return {first_forward[c]: gate for c, gate in gates.items()}
+    return gates, t
 
 
 def _chain(pieces, compute, back_to_back: bool = False) -> Tuple[List[float], float]:

@@ -96,6 +96,9 @@ def mtp_params(job) -> float:
     return m.mtp_layers * depth + (m.vocab * m.hidden / par.tp if par.pp > 1 else 0.0)
 
 
+_COLLECTIVES = {"rs": comm.reduce_scatter, "ag": comm.all_gather, "ar": comm.all_reduce}
+
+
 class ParamsMixin:
     def layer_params(self, L: int) -> float:
         """Parameters of layer L held by one rank (computed once per layer kind: the
@@ -136,11 +139,18 @@ class ParamsMixin:
         gradients of `per_param` = (dense, expert) bytes each (gathered_bytes): the dense ones over
         the DP x CP group, the routed experts' over the expert-data-parallel group
         (layer_expert_params), one after the other on the DP stream."""
-        fn = {"rs": comm.reduce_scatter, "ag": comm.all_gather, "ar": comm.all_reduce}[kind]
-        dense, expert = split
-        pd, pe = per_param
-        return (fn(self.net, self.groups["dp"], dense * pd)
-                + fn(self.net, self.groups["edp"], expert * pe))
+        # remembered: a stage's buckets repeat its layers' shapes, and stages their buckets
+        # (`layouts_key`: the groups, a stage's own where they are not the job's: lower.Lowering.at)
+        key = (self.layouts_key, kind, split, per_param)
+        memo = self.__dict__.setdefault("_memo_coll", {})
+        hit = memo.get(key)
+        if hit is None:
+            fn = _COLLECTIVES[kind]
+            dense, expert = split
+            pd, pe = per_param
+            hit = memo[key] = (fn(self.net, self.groups["dp"], dense * pd)
+                               + fn(self.net, self.groups["edp"], expert * pe))
+        return hit
 
     def gathered_bytes(self, dense: float, linear: float) -> Tuple[float, float]:
         """Bytes per parameter an all-gather of weights moves, (dense, routed-expert), for
@@ -158,14 +168,21 @@ class ParamsMixin:
 
     def dense_linear(self, L: int) -> float:
         """The dense linear parameters of layer L held by one rank (its linear layers' less
-        its routed experts')."""
-        return layer_linear_params(self.job, L) - self.layer_split(L)[1]
+        its routed experts'; computed once per layer kind, as layer_params)."""
+        key = self.job.model.shape_key(L)
+        memo = self.__dict__.setdefault("_memo_linear", {})
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = layer_linear_params(self.job, L) - self.layer_split(L)[1]
+        return hit
 
     def stage_params(self, stage: int) -> float:
+        """Parameters held by one rank of `stage` (once per stage key: lower.Lowering.stage_key)."""
+        key = self.stage_key(stage)
         memo = self.__dict__.setdefault("_memo_stage", {})
-        hit = memo.get(stage)
+        hit = memo.get(key)
         if hit is None:
-            hit = memo[stage] = self._stage_params(stage)
+            hit = memo[key] = self._stage_params(key)      # its key: the first stage alike
         return hit
 
     def _stage_params(self, stage: int) -> float:
@@ -201,6 +218,16 @@ class ParamsMixin:
                    for L, c in self.job.model.kinds(first, n))
 
     def optimizer_time(self, stage: int) -> float:
+        """_optimizer_time, worked out once per stage key (lower.Lowering.stage_key: stages
+        that hold alike step alike)."""
+        key = self.stage_key(stage)
+        memo = self.__dict__.setdefault("_memo_optimizer", {})
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = self._optimizer_time(stage)
+        return hit
+
+    def _optimizer_time(self, stage: int) -> float:
         """Mixed-precision Adam, multi-tensor fused: per parameter it reads the fp32 master,
         gradient, m and v and writes master, m, v and the low-precision copy (30 bytes), plus the
         gradient-norm read and the gradient zeroing (8 bytes); with `optimizer_dtype = bf16` m and

@@ -72,6 +72,8 @@ class StageRun:
     # one p2p transfer into this stage: of a forward's input (over the boundary before it,
     # or the wrap-around into stage 0) and of a backward's (the boundary after it)
     hops: Tuple[float, float] = (0.0, 0.0)
+    # chunk -> position of its last backward (schedule_plan._Steps.last_backward, per shape)
+    last_at: Dict[int, int] = attrs.field(factory=dict)
 
     def waits(self) -> List[float]:
         """Idle time of the compute stream before each block."""
@@ -109,16 +111,8 @@ class StageRun:
 
     def last_backwards(self) -> Dict[int, Tuple[float, float]]:
         """chunk -> (start, end) of its last backward."""
-        out = {}
-        vm = self.v * self.m
-        for k in range(len(self.codes) - 1, -1, -1):
-            x = self.codes[k]
-            c = (x - vm) // self.m
-            if x >= vm and c not in out:
-                out[c] = (self.start[k], self.end[k])
-                if len(out) == self.v:
-                    break
-        return out
+        start, end = self.start, self.end
+        return {c: (start[k], end[k]) for c, k in self.last_at.items()}
 
 
 def simulate(low, m: int) -> Tuple[List[StageRun], float]:
@@ -141,12 +135,17 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
     par = low.job.parallel
     p, v = par.pp, par.v
     hops = low.p2p_hops() if p > 1 else (0.0,)
-    table = [low.template(i, c, ph).duration for i in range(p) for ph in ("F", "B")
-             for c in range(v)]
+    rows: Dict[int, List[float]] = {}        # stage key -> its blocks' durations
+    table: List[float] = []
+    for i in range(p):
+        key = low.stage_key(i)
+        if key not in rows:
+            rows[key] = [low.template(i, c, ph).duration for ph in ("F", "B") for c in range(v)]
+        table += rows[key]
     durs = [table[k] for k in steps.slot]      # in the order of the sequence
     n = len(durs)
     runs = [StageRun(codes=list(seq), remote=list(plan.remote[b:b + len(seq)]), v=v, m=m,
-                     hops=(hops[i - 1], hops[i]))
+                     hops=(hops[i - 1], hops[i]), last_at=steps.last_backward[i])
             for i, (seq, b) in enumerate(zip(plan.codes, plan.base))]
     hop_in = key_hops(hops, p, v * m)
     gates = {}
@@ -154,9 +153,10 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
         gates.update({plan.base[i] + k: gate for k, gate in gather_gates(low, i, run).items()})
     starts, ends = [0.0] * n, [0.0] * n
     arrive = [0.0] * (2 * p * v * m + 1)      # the last: the input of a block with none (-1)
-    blocked: Dict[int, float] = {}
-    gated: Dict[int, Tuple[float, float]] = {}
-    sends: List[List[Tuple[float, float, int]]] = [[] for _ in range(p)]
+    local = steps.local                       # a block's position in its stage's order
+    blocked = [run.blocked for run in runs]   # per stage, written as the blocks run
+    gated = [run.gated for run in runs]
+    sends = [run.sends.append for run in runs]
     held, free, pp_free = [-1] * p, [0.0] * p, [0.0] * p
     for g, i, want, d, does, dur in zip(steps.blocks, steps.stage, steps.src, steps.dst,
                                         steps.does, durs):
@@ -171,7 +171,7 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
             start, end = start + wait_dp, end + wait_dp
             stretch = last + tail - end if last + tail > end else 0.0
             end += stretch
-            gated[g] = (wait_dp, stretch)
+            gated[i][local[g]] = (wait_dp, stretch)
         starts[g] = start
         ends[g] = end
         if does == LOCAL:
@@ -186,12 +186,12 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
         if h < 0 and d >= 0:                # one send on the PP stream (FIFO)
             s = end if end > t_pp else t_pp
             pp_free[i] = a = s + hop_in[d]
-            sends[i].append((s, a, d))
+            sends[i]((s, a, d))
             arrive[d] = a
             if overlap:
                 a = t_pp                    # the previous send's arrival
             if a > end:
-                blocked[g] = a - end
+                blocked[i][local[g]] = a - end
                 end = a
             free[i] = end
             continue
@@ -204,21 +204,16 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
         for d in outs:                      # the held send first, then its own
             s = end if end > t_pp else t_pp
             t_pp = a = s + hop_in[d]
-            sends[i].append((s, a, d))
+            sends[i]((s, a, d))
             arrive[d] = a
             if a > t_free:
-                blocked[g] = waited = waited + a - t_free
+                blocked[i][local[g]] = waited = waited + a - t_free
                 t_free = a
         free[i], pp_free[i] = t_free, t_pp
     for i, run in enumerate(runs):
         b, k = plan.base[i], len(plan.codes[i])
-        run.start, run.end, run.sends = starts[b:b + k], ends[b:b + k], sends[i]
+        run.start, run.end = starts[b:b + k], ends[b:b + k]
         run.backward_end = free[i]
-    stage, local = plan.stage, steps.local
-    for where, per_stage in ((blocked, "blocked"), (gated, "gated")):
-        into = [getattr(run, per_stage) for run in runs]
-        for g, x in where.items():
-            into[stage[g]][local[g]] = x
     return runs, iteration_tail(low, runs)
 
 
@@ -238,6 +233,7 @@ def key_hops(hops, p: int, vm: int) -> List[float]:
 def iteration_tail(low, runs: List[StageRun]) -> float:
     v = low.job.parallel.v
     lay = low.groups["dp"]
+    layers_of: Dict[int, float] = {}       # stage key -> its layers' parameters
     for i, run in enumerate(runs):
         last = run.last_backwards()
         dp_free = 0.0
@@ -250,8 +246,11 @@ def iteration_tail(low, runs: List[StageRun]) -> float:
                 for L, off in ends.items():
                     ready_list.append((start + off, low.layer_split(first + L)))
                 if c == 0:   # embedding / head weights: final with chunk 0's last backward
-                    own = sum(low.layer_params(L) for first, n in low.chunks[i]
-                              for L in range(first, first + n))
+                    key = low.stage_key(i)
+                    own = layers_of.get(key)
+                    if own is None:
+                        own = layers_of[key] = sum(low.layer_params(L) for first, n in
+                                                   low.chunks[i] for L in range(first, first + n))
                     if low.stage_params(i) > own:
                         ready_list.append((end, (low.stage_params(i) - own, 0.0)))
             ready_list.sort()

@@ -91,10 +91,10 @@ class _Steps:
     the key of its input (-1: none), the key of its output, what it does with that output
     (LOCAL: its own stage's next block takes it, HELD: kept for the next batched exchange,
     SEND: sent over the PP link with any held one) and its slot in the table of block durations
-    (stage x 2v + phase x v + chunk); and per block number g, its position in its stage's
-    order (`local`)."""
+    (stage x 2v + phase x v + chunk); per block number g, its position in its stage's
+    order (`local`); per stage, chunk -> the position of its last backward (`last_backward`)."""
 
-    __slots__ = ("blocks", "stage", "src", "dst", "does", "slot", "local")
+    __slots__ = ("blocks", "stage", "src", "dst", "does", "slot", "local", "last_backward")
 
     def __init__(self, plan: "_Plan", v: int, m: int):
         seq, stage = plan.sequence, plan.stage
@@ -109,6 +109,21 @@ class _Steps:
         self.slot = tuple(stage[g] * 2 * v + codes[stage[g]][g - base[stage[g]]] // m
                           for g in seq)
         self.local = tuple(k for run in codes for k in range(len(run)))
+        self.last_backward = tuple(_last_backwards(run, v, m) for run in codes)
+
+
+def _last_backwards(codes, v: int, m: int) -> Dict[int, int]:
+    """chunk -> the position of its last backward in a stage's order (`codes`)."""
+    out: Dict[int, int] = {}
+    vm = v * m
+    for k in range(len(codes) - 1, -1, -1):
+        x = codes[k]
+        c = (x - vm) // m
+        if x >= vm and c not in out:
+            out[c] = k
+            if len(out) == v:
+                break
+    return out
 
 
 def _links(p: int, v: int, m: int, i: int, schedule: str, batched: bool):

@@ -221,7 +221,9 @@ def _context_split(spec: JobSpec, name: str, where) -> List[Diagnostic]:
     """E756 / W760: the declared cp against the sequence (cp_split)."""
     s, cp = spec.seq, spec.parallel.cp
     rule = cp_split(s, cp)
-    fewer = choices(s, lambda c: c < cp and cp_split(s, c) is None, "cp")
+    if rule is None:
+        return []
+    fewer = choices(s, lambda c: c < cp and cp_split(s, c) is None, "cp")   # for the hint
     if rule == "seq":
         return [_err("E756", f"{name}: sequence {_n(s)} is not divisible by 2 x cp = 2 x {cp}",
                      where("cp"), "each context-parallel rank holds two equal chunks of the "
