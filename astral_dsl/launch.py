@@ -25,3 +25,7 @@ def main() -> None:
     from astral_dsl.cli import entry
 
     entry()
+
+
+if __name__ == "__main__":        # python -m astral_dsl.launch, as the `astral` script runs it
+    main()

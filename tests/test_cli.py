@@ -430,3 +430,15 @@ def test_a_very_long_line_is_shown_as_a_window_around_the_span(tmp_path):
     shown, caret = text.splitlines()[3], text.splitlines()[4]
     assert len(shown) < 140 and shown.endswith("...")
     assert caret.index("^") == shown.index("x =")      # the caret still points at `x`
+
+
+def test_the_launcher_runs_as_a_module_as_the_script_does():
+    """`python -m astral_dsl.launch` (the `astral` script's module) runs the command line: it
+    had no `__main__` guard and exited 0 having done nothing."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.launch", "--version"],
+                          capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 0 and proc.stdout.startswith("astral "), proc
