@@ -36,6 +36,9 @@ def register(sub) -> None:
     s.add_argument("--calibration", metavar="FIT.json",
                    help="fitted constants written by `astral calibrate -o` (default: the "
                         "shipped fit)")
+    s.add_argument("--sure-fit", action="store_true",
+                   help="rank only configurations whose memory estimate plus its uncertainty "
+                        "fits in the GPU (none that 'may not fit')")
     add_engine_options(s)
     add_common(s, formats=("human", "json", "jsonl"), format_help=(
         "json: one document, the envelope with the ranked rows and the summary; jsonl: a "
@@ -138,7 +141,7 @@ def run(args, overrides) -> int:
         result = search.run(args.file, job=args.job, objective=args.objective, top=args.top,
                             gpus=gpus, sets=overrides, cluster=cluster,
                             workers=args.workers, progress=progress, life_s=life,
-                            calibration=calibration)
+                            calibration=calibration, sure_fit=args.sure_fit)
     except search.SearchError as exc:
         if not exc.diagnostics:
             return usage(str(exc))

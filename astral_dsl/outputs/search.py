@@ -82,6 +82,8 @@ def document(result) -> str:
     is the exit code's verdict: a ranking, and no error among the diagnostics."""
     counts = dict(result.counts.to_json(), could_reach_top=result.memory_checked,
                   fit=result.fit)
+    if result.sure_fit:
+        counts["left_out_may_not_fit"] = result.unsure
     d = result.declared
     declared = None if d is None else {k: d[k] for k in ("label", "iteration_time_s",
                                                          "tokens_per_s", "mfu")}
@@ -155,6 +157,11 @@ def summary(result) -> List[str]:
     lines.append(f"  {result.memory_checked:,} of them could reach the top {result.top}: "
                  f"{result.fit:,} fit in memory by Seer's estimate{cap} and were forecast "
                  "fully (the schedule simulated)")
+    if result.sure_fit:
+        held = f" {memory_capacity(result.gpu_memory_gb * 1e9)}" if result.gpu_memory_gb else \
+            " memory"
+        lines.append(f"  --sure-fit: {result.unsure:,} of those left out, their memory estimate "
+                     f"plus its uncertainty past the GPU's{held}: the rest ranked")
     if result.objective == "cost_per_token" or any("cost_per_token_usd" in r
                                                    for r in result.rows):
         years = result.life_s / (365 * 86400)

@@ -534,3 +534,30 @@ def test_an_empty_design_says_w100_before_e758_as_forecast_does(command, tmp_pat
     assert [(d["code"], d["message"]) for d in doc["diagnostics"]] == [
         ("W100", "the file is empty"), ("E758", "the design declares no job to forecast")]
 
+
+
+def test_sure_fit_ranks_the_best_of_what_fits_with_the_estimates_uncertainty(tmp_path, capsys):
+    """--sure-fit: the top k of the configurations whose memory estimate plus its uncertainty
+    fits in the GPU (none that `may_not_fit`), as the whole ranking (top 1,000) filtered gives
+    them. On 5.5 GB GPUs 9 of the plain top 10 may not fit."""
+    src = textwrap.dedent(SMALL).replace(
+        "host Node = HGX8(gpu = H100_SXM,",
+        "gpu Tight = H100_SXM { memory = 5.5 GB }\nhost Node = HGX8(gpu = Tight,")
+    path = tmp_path / "tight.astral"
+    path.write_text(src, encoding="utf-8")
+    whole = search.run(str(path), job="dense", top=1000, engine=LocalEngine(1))
+    assert sum(r["may_not_fit"] for r in whole.rows[:10]) == 9
+    sure = [r["config"] for r in whole.rows if not r["may_not_fit"]]
+    assert len(sure) > 100
+    result = search.run(str(path), job="dense", top=10, engine=LocalEngine(1), sure_fit=True)
+    assert [r["config"] for r in result.rows] == sure[:10]
+    assert not any(r["may_not_fit"] for r in result.rows)
+    assert result.sure_fit and 0 < result.unsure < result.fit
+    code, out, _ = _cli(["search", str(path), "--job", "dense", "--top", "3", "--sure-fit",
+                         "--workers", "1", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"]["left_out_may_not_fit"] > 0
+    assert any(line.startswith("--sure-fit: ") and "left out, their memory estimate plus its "
+               "uncertainty past the GPU's 5.5 GB" in line for line in doc["summary"])
+    assert [r["rank"] for r in doc["rows"]] == [1, 2, 3]
+    assert not any(r["may_not_fit"] for r in doc["rows"])

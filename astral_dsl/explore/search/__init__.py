@@ -77,17 +77,22 @@ class SearchResult:
     life_default: bool = True         # the life is LIFE_S, not the user's
     top: int = 10
     host_memory_gb: Optional[float] = None    # per GPU (None: the host declares none)
+    # sure_fit: only configurations that fit with the memory estimate's uncertainty were ranked;
+    # `unsure` of those forecast fully were left out for it (may_not_fit)
+    sure_fit: bool = False
+    unsure: int = 0
 
 
 def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", top: int = 10,
         gpus: Sequence[int] = (), sets: Optional[Dict[str, str]] = None,
         cluster=None, workers: Optional[int] = None,
         progress: Optional[Callable[[str, int, Optional[int]], None]] = None, engine=None,
-        life_s: float = LIFE_S, calibration=None) -> SearchResult:
+        life_s: float = LIFE_S, calibration=None, sure_fit: bool = False) -> SearchResult:
     """The top `top` configurations (module docstring). `calibration`: Seer's constants (a
     seer.calibration.Calibration; default: the shipped fit), for the bounds and the
     forecasts alike. `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it,
-    before any work)."""
+    before any work). `sure_fit`: rank only the configurations whose memory estimate plus its
+    uncertainty fits in the GPU (none that `may_not_fit`): the top k of those."""
     local_workers("workers", workers)
     if objective not in OBJECTIVES:
         raise SearchError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
@@ -120,16 +125,16 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     except TooLarge as exc:
         raise SearchError(str(exc), [_too_large(exc, state, bundle)]) from None
     eng = engine or make_engine(cluster, workers)
+    cap = state.cluster.gpu.memory / 1e9 if state.cluster.gpu.memory else None
     try:
         handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
         screened = _screen(eng, handle, setup, configs, progress, diagnostics, bundle)
         found, tally = _best_first(eng, handle, setup, configs, screened, weight, top,
-                                   progress, diagnostics, bundle)
+                                   progress, diagnostics, bundle, cap if sure_fit else None)
     finally:
         if engine is None and hasattr(eng, "close"):
             eng.close()
     rows = []
-    cap = state.cluster.gpu.memory / 1e9 if state.cluster.gpu.memory else None
     for rank, (score, i, row) in enumerate(found[:top], 1):
         c = configs[i]
         out = {"rank": rank, "config": c, **row}
@@ -146,7 +151,8 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         state.cluster.gpu.memory / 1e9 if state.cluster.gpu.memory else None,
         state.cluster.placement, state.cluster.gpus, eng.description, life_s,
         life_s == LIFE_S, top,
-        None if state.cluster.gpu.host_memory is None else state.cluster.gpu.host_memory / 1e9)
+        None if state.cluster.gpu.host_memory is None else state.cluster.gpu.host_memory / 1e9,
+        sure_fit, tally.unsure)
 
 
 @records.frozen
@@ -232,15 +238,18 @@ def _screen(eng, handle, setup, configs, progress, diagnostics, bundle) -> Dict[
 class _Tally:
     memory_checked: int = 0
     fit: int = 0
+    unsure: int = 0               # of `fit`: left out, they may not fit (sure_fit)
     lost: int = 0
     why: str = ""
 
 
 def _best_first(eng, handle, setup, configs, screened, weight, top, progress, diagnostics,
-                bundle):
+                bundle, sure_cap: Optional[float] = None):
     """The top configurations by their full forecasts, (score, index, forecast row) sorted,
     and the tally of the work done: best bound first, until no bound left can beat the k-th
-    best forecast."""
+    best forecast. `sure_cap`: the GPU's memory in GB, when only the configurations that fit
+    with the estimate's uncertainty are ranked (a bound stays a bound of those: the k-th best
+    of fewer is no better, so the search goes on at least as far)."""
     heap = [(b * weight(configs[i]), i) for i, b in screened.items()]
     heapq.heapify(heap)
     found: List[Tuple[float, int, Dict[str, Any]]] = []
@@ -265,6 +274,9 @@ def _best_first(eng, handle, setup, configs, screened, weight, top, progress, di
                 tally.memory_checked += 1
                 if fits:
                     tally.fit += 1
+                    if sure_cap is not None and may_not_fit(row, sure_cap):
+                        tally.unsure += 1
+                        continue
                     found.append((row["iteration_time_s"] * weight(configs[i]), i, row))
         found.sort(key=lambda t: (t[0], configs[t[1]]))
         del found[top:]               # only the top k are kept (each row holds its breakdown)
