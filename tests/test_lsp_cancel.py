@@ -195,3 +195,18 @@ def _published(client: Client, uri: str, version: int, timeout: float = 180):
             return found[-1]["diagnostics"]
         time.sleep(0.05)
     raise AssertionError(f"version {version} was never published")
+
+
+def test_the_fork_servers_preload_takes_sizings_code_stamp():
+    """What lsp/warm.py loads in the fork server every worker inherits: the stamp of the code in
+    sizing's cache key is among it, taken once per server, not in each worker that sizes a
+    design (~70 ms each: the random cancels above start fifty of them)."""
+    import importlib
+
+    from astral_dsl.analyses import sizing_cache
+    from astral_dsl.lsp import warm, workers
+
+    assert workers.PRELOAD == ["astral_dsl.lsp.warm"]
+    sizing_cache._code.cache_clear()
+    importlib.reload(warm)
+    assert sizing_cache._code.cache_info().currsize == 1
