@@ -4,7 +4,7 @@ how the buckets follow each other), and the buckets themselves, which the gradie
 after the backward uses too (schedule.iteration_tail)."""
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 BUCKET_PARAMS = 40e6     # Megatron-LM's default DDP bucket (max(40M, 1M x dp) parameters)
 
@@ -33,9 +33,20 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     after its last layer's buckets have let that layer start. Returns the position of
     each chunk's first forward -> (first ready, last ready, one layer's forward time) and records
     the gather on the DP stream."""
+    gated = chunk_gates(low, i, run)
+    if gated is None:
+        return {}
+    gates, run.gather = gated
+    return gates
+
+
+def chunk_gates(low, i: int, run) -> Optional[Tuple[Dict[int, Tuple[float, float, float]],
+                                                    Tuple[float, float]]]:
+    """gather_gates' gates and the gather's (start, end) on the DP stream, from the iteration's
+    start, without recording them (`astral synth` replays them); None without the overlap."""
     job, lay = low.job, low.groups["dp"]
     if not (job.overlap_param_gather and job.parallel.zero in (1, 2) and low.synced):
-        return {}
+        return None
     items, owner = [], []            # forward order: embedding, chunk 0 layers, chunk 1 ...
     own = 0.0
     for c, (first, n) in enumerate(low.chunks[i]):
@@ -68,7 +79,6 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     back_to_back = len(layer_f) > 1 or not tied
     done, t = _chain(pieces, [0.0 if k == 0 and extra > 0 else layer_f[o]
                               for k, o in enumerate(owner)], back_to_back)
-    run.gather = (0.0, t)
     gates = {}
     for c in range(len(layer_f)):
         ks = [k for k, o in enumerate(owner) if o == c]
@@ -81,7 +91,7 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
             first_forward[x // m] = k
             if len(first_forward) == run.v:
                 break
-    return {first_forward[c]: gate for c, gate in gates.items()}
+    return {first_forward[c]: gate for c, gate in gates.items()}, (0.0, t)
 
 
 def _chain(pieces, compute, back_to_back: bool = False) -> Tuple[List[float], float]:
