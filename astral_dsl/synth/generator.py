@@ -3,11 +3,11 @@
 parallelism's ring attention (context.py), ZeRO-3's per-layer parameter all-gathers and
 gradient reduce-scatters, the routed experts' over their expert-data-parallel groups
 (sharded.py), pipeline sends and receives, data-parallel gradient reductions over DP x CP,
-the optimizer step, the parameter all-gather; the reductions and the gather overlapped with the
-compute where the job overlaps them, as Seer places them: overlap.py) with realistic noise, per-host
-clock offsets and injected faults, synchronised the way NCCL synchronises them: a collective
-ends for all its members when the last has arrived and the transfer is done; a pipeline
-transfer ends on both sides together.
+the optimizer step, the parameter all-gather; the reductions and the gather overlapped with
+the compute where the job overlaps them, as Seer places them: overlap.py) with realistic
+noise, per-host clock offsets and injected faults, synchronised the way NCCL synchronises
+them: a collective ends for all its members when the last has arrived and the transfer is
+done; a pipeline transfer ends on both sides together.
 
 The network model is the generator's own (network.py): a transfer lasts its forecast time
 divided by the slowest rate on any of its flows; a ring collective by the slowest rate on any
@@ -187,7 +187,8 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
             if ovl[s].gather:
                 gates[s], dp_free[s] = overlap.gather(out, it, free[s], idx[s], ovl[s],
                                                       dp_factor[s], net, noise, rng, _ring)
-        marks: Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray]] = {}
+        marks: Optional[Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray]]] = \
+            {} if any(o.buckets for o in ovl) else None
         free = _pipeline(out, it, free, idx, orders, base, hop, gpu_factor, it_factor, noise,
                          rng, pair_factor, net, P, V, side, gates, marks)
         for s in range(P):
@@ -261,8 +262,8 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
               pair_factor, net, P, V, side, gates, marks):
     """Run the iteration's blocks; `gates`: per stage, block position -> (earliest start per
     rank, earliest end) of a chunk's first forward waiting for its overlapped weights
-    (overlap.gather); fills `marks`: (stage, chunk) -> (start, end) of its last backward, per
-    rank (overlap.reduce reads it)."""
+    (overlap.gather); fills `marks` (unless None): (stage, chunk) -> (start, end) of its last
+    backward, per rank (overlap.reduce reads it)."""
     free = free0.copy()
     pp_free = free0.copy()
     ready: Dict[Tuple, Tuple[np.ndarray, np.ndarray, int]] = {}
@@ -320,7 +321,7 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             if gate is not None:       # its last layer's weights came late
                 end = np.maximum(end, gate[1])
             free[i] = np.broadcast_to(end, (D, T))
-            if ph == "B":              # the last one of its chunk stays
+            if ph == "B" and marks is not None:      # the last one of its chunk stays
                 marks[(i, c)] = (np.array(start, dtype=float), free[i].copy())
             if ph == "F" and i == P - 1:
                 fdone[(c, j)] = free[i].copy()
