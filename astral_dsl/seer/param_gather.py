@@ -4,7 +4,7 @@ how the buckets follow each other), and the buckets themselves, which the gradie
 after the backward uses too (schedule.iteration_tail)."""
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 BUCKET_PARAMS = 40e6     # Megatron-LM's default DDP bucket (max(40M, 1M x dp) parameters)
 
@@ -33,16 +33,26 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     after its last layer's buckets have let that layer start. Returns the position of
     each chunk's first forward -> (first ready, last ready, one layer's forward time) and records
     the gather on the DP stream."""
+    gated = chunk_gates(low, i, run)
+    if gated is None:
+        return {}
+    gates, run.gather = gated
+    return gates
+
+
+def chunk_gates(low, i: int, run) -> Optional[Tuple[Dict[int, Tuple[float, float, float]],
+                                                    Tuple[float, float]]]:
+    """gather_gates' gates and the gather's (start, end) on the DP stream, from the iteration's
+    start, without recording them (`astral synth` replays them); None without the overlap."""
     job = low.job
     if not (job.overlap_param_gather and job.parallel.zero in (1, 2) and low.synced):
-        return {}
+        return None
     key = low.stage_key(i)         # stages that hold alike gather alike
     memo = low.__dict__.setdefault("_memo_gates", {})
     hit = memo.get(key)
     if hit is None:
         hit = memo[key] = _stage_gates(low, i)
     gates, t = hit
-    run.gather = (0.0, t)
     first_forward = {}              # chunk -> position of its first forward in the stage's order
     vm, m = run.v * run.m, run.m
     for k, x in enumerate(run.codes):
@@ -50,11 +60,11 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
             first_forward[x // m] = k
             if len(first_forward) == run.v:
                 break
-    return {first_forward[c]: gate for c, gate in gates.items()}
+    return {first_forward[c]: gate for c, gate in gates.items()}, (0.0, t)
 
 
 def _stage_gates(low, i: int) -> Tuple[Dict[int, Tuple[float, float, float]], float]:
-    """gather_gates of stage i by chunk: chunk -> (first ready, last ready, one layer's forward
+    """chunk_gates of stage i by chunk: chunk -> (first ready, last ready, one layer's forward
     time), and when the stage's last gather ends."""
     job, lay = low.job, low.groups["dp"]
     items, owner = [], []            # forward order: embedding, chunk 0 layers, chunk 1 ...

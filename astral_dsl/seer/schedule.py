@@ -230,35 +230,47 @@ def key_hops(hops, p: int, vm: int) -> List[float]:
     return out
 
 
+def grad_buckets(low, i: int, last: Dict[int, Tuple[float, float]]
+                 ) -> List[Tuple[float, Tuple[float, float], int, float]]:
+    """With `overlap_grad_reduce`: stage i's gradient buckets in the order they are reduced,
+    each (ready, (dense, expert) parameters, chunk, offset): a bucket is ready when the weight
+    gradients of its last layer are final, `offset` seconds into that chunk's last backward
+    (`last`: chunk -> (start, end) of it, StageRun.last_backwards); the embedding's and head's
+    with chunk 0's last backward's end. `astral synth` replays them from (chunk, offset)."""
+    items = []      # (time, (dense, expert), chunk, offset) per layer, when its gradient is final
+    for c in range(low.job.parallel.v):
+        start, end = last[c]
+        ends = low.template(i, c, "B").layer_ends()
+        first = low.chunks[i][c][0]
+        for L, off in ends.items():
+            items.append((start + off, low.layer_split(first + L), c, off))
+        if c == 0:   # embedding / head weights: final with chunk 0's last backward
+            key = low.stage_key(i)             # stages that hold alike hold alike parameters
+            memo = low.__dict__.setdefault("_memo_layer_params", {})
+            own = memo.get(key)
+            if own is None:
+                own = memo[key] = sum(low.layer_params(L) for first, n in low.chunks[i]
+                                      for L in range(first, first + n))
+            if low.stage_params(i) > own:
+                items.append((end, (low.stage_params(i) - own, 0.0), c, end - start))
+    items.sort()
+    size = max(BUCKET_PARAMS, 1e6 * low.groups["dp"].n)
+    return [(items[k][0], params) + items[k][2:] for k, params in
+            bucket_groups([x[1] for x in items], size)]
+
+
 def iteration_tail(low, runs: List[StageRun]) -> float:
-    v = low.job.parallel.v
     lay = low.groups["dp"]
-    layers_of: Dict[int, float] = {}       # stage key -> its layers' parameters
     for i, run in enumerate(runs):
         last = run.last_backwards()
         dp_free = 0.0
         if low.synced and low.job.parallel.zero < 3:
-            ready_list = []      # (time, (dense, expert)) per layer, when its gradient is final
-            for c in range(v):
-                start, end = last[c]
-                ends = low.template(i, c, "B").layer_ends()
-                first = low.chunks[i][c][0]
-                for L, off in ends.items():
-                    ready_list.append((start + off, low.layer_split(first + L)))
-                if c == 0:   # embedding / head weights: final with chunk 0's last backward
-                    key = low.stage_key(i)
-                    own = layers_of.get(key)
-                    if own is None:
-                        own = layers_of[key] = sum(low.layer_params(L) for first, n in
-                                                   low.chunks[i] for L in range(first, first + n))
-                    if low.stage_params(i) > own:
-                        ready_list.append((end, (low.stage_params(i) - own, 0.0)))
-            ready_list.sort()
-            if not low.job.overlap_grad_reduce:
-                ready_list = [(run.backward_end, low.stage_split(i))]
+            if low.job.overlap_grad_reduce:
+                buckets = [(t, params) for t, params, _, _ in grad_buckets(low, i, last)]
+            else:
+                buckets = [(run.backward_end, params) for _, params in
+                           bucket_groups([low.stage_split(i)], max(BUCKET_PARAMS, 1e6 * lay.n))]
             dp_free = run.gather[1]           # an overlapped parameter gather comes first
-            buckets = [(ready_list[k][0], params) for k, params in
-                       bucket_groups([x for _, x in ready_list], max(BUCKET_PARAMS, 1e6 * lay.n))]
             mine = low.at(i)             # the stage's lowering: its own groups
             for t, params in buckets:
                 start = max(t, dp_free)

@@ -3,10 +3,11 @@
 parallelism's ring attention (context.py), ZeRO-3's per-layer parameter all-gathers and
 gradient reduce-scatters, the routed experts' over their expert-data-parallel groups
 (sharded.py), pipeline sends and receives, data-parallel gradient reductions over DP x CP,
-the optimizer step) with realistic noise, per-host
-clock offsets and injected faults, synchronised the way NCCL synchronises them: a collective
-ends for all its members when the last has arrived and the transfer is done; a pipeline
-transfer ends on both sides together.
+the optimizer step, the parameter all-gather; the reductions and the gather overlapped with
+the compute where the job overlaps them, as Seer places them: overlap.py) with realistic
+noise, per-host clock offsets and injected faults, synchronised the way NCCL synchronises
+them: a collective ends for all its members when the last has arrived and the transfer is
+done; a pipeline transfer ends on both sides together.
 
 The network model is the generator's own (network.py): a transfer lasts its forecast time
 divided by the slowest rate on any of its flows; a ring collective by the slowest rate on any
@@ -25,7 +26,7 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
-from astral_dsl.synth import context, experts, sharded
+from astral_dsl.synth import context, experts, overlap, sharded
 from astral_dsl.synth.faults import Fault, Noise
 from astral_dsl.synth.network import MAX_FLAPS, Net
 
@@ -130,6 +131,8 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     hop = tuple(speed * h for h in low.p2p_hops())       # per boundary between stages
     buckets = [[speed * (e - s) for s, e, _ in run.dp] for run in fc.runs]
     gathers = [speed * (run.gather[1] - run.gather[0]) for run in fc.runs]
+    # the reductions and the gather a job overlaps with its compute, where Seer places them
+    ovl = overlap.plan(fc, speed)
     # the gradient buckets' collective: a sharded optimizer reduce-scatters them (Seer prices
     # it so: schedule.iteration_tail, low.dp_reduce), else they are all-reduced
     reduce_op = "reduce_scatter" if par.zero else "all_reduce"
@@ -179,9 +182,22 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     for k in range(iterations):
         it = first_iteration + k
         it_factor = 1 + rng.normal(0, noise.iteration)
-        free = _pipeline(out, it, free, idx, orders, base, hop, gpu_factor, it_factor, noise,
-                         rng, pair_factor, net, P, V, side)
+        gates, dp_free = [{} for _ in range(P)], free.copy()
         for s in range(P):
+            if ovl[s].gather:
+                gates[s], dp_free[s] = overlap.gather(out, it, free[s], idx[s], ovl[s],
+                                                      dp_factor[s], net, noise, rng, _ring)
+        marks: Optional[Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray]]] = \
+            {} if any(o.buckets for o in ovl) else None
+        free = _pipeline(out, it, free, idx, orders, base, hop, gpu_factor, it_factor, noise,
+                         rng, pair_factor, net, P, V, side, gates, marks)
+        for s in range(P):
+            if ovl[s].buckets:
+                free[s] = overlap.reduce(out, it, free[s], dp_free[s],
+                                         {c: m for (i, c), m in marks.items() if i == s},
+                                         ovl[s], idx[s], dp_factor[s], net, noise, rng, _ring,
+                                         reduce_op)
+                continue
             for b, dur in enumerate(buckets[s]):
                 free[s] = _ring(out, it, free[s], idx[s], dur, dp_factor[s], net, noise, rng,
                                 reduce_op)
@@ -193,7 +209,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
                                                                                 (D * C, T)))
             out.add(idx[s], it, "optimizer", free[s], t_opt)
             free[s] = free[s] + t_opt
-            if gathers[s] > 0:
+            if gathers[s] > 0 and not ovl[s].gather:
                 free[s] = _ring(out, it, free[s], idx[s], gathers[s], dp_factor[s], net, noise,
                                 rng, "all_gather")
     rank, iteration, phase, start, dur, peer, op, block = out.arrays()
@@ -243,7 +259,11 @@ def _dest(i, ph, c, j, p, v):
 
 
 def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noise, rng,
-              pair_factor, net, P, V, side):
+              pair_factor, net, P, V, side, gates, marks):
+    """Run the iteration's blocks; `gates`: per stage, block position -> (earliest start per
+    rank, earliest end) of a chunk's first forward waiting for its overlapped weights
+    (overlap.gather); fills `marks` (unless None): (stage, chunk) -> (start, end) of its last
+    backward, per rank (overlap.reduce reads it)."""
     free = free0.copy()
     pp_free = free0.copy()
     ready: Dict[Tuple, Tuple[np.ndarray, np.ndarray, int]] = {}
@@ -268,6 +288,9 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
                     break
                 arrive = got[0]
             start = free[i] if arrive is None else np.maximum(free[i], arrive)
+            gate = gates[i].get(ptr[i])
+            if gate is not None:       # its weights' overlapped all-gather
+                start = np.maximum(start, gate[0])
             if got is not None:
                 arrive_t, send_start, src = got
                 out.add(idx[i], it, "pp_comm", np.minimum(free[i], send_start),
@@ -295,7 +318,11 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
                             rng, OP)
             if T > 1:
                 out.add(idx[i], it, "tp_comm", done, end - done, op=OP["collective"], block=tag)
+            if gate is not None:       # its last layer's weights came late
+                end = np.maximum(end, gate[1])
             free[i] = np.broadcast_to(end, (D, T))
+            if ph == "B" and marks is not None:      # the last one of its chunk stays
+                marks[(i, c)] = (np.array(start, dtype=float), free[i].copy())
             if ph == "F" and i == P - 1:
                 fdone[(c, j)] = free[i].copy()
             dest = _dest(i, ph, c, j, P, V)
