@@ -18,12 +18,14 @@ meets it long before the machine's memory: each of the values above at the 1 GiB
 E781 (peak about 1 GiB + BUDGET). A file within FROM_BYTES is parsed in the process (a fork
 costs more than its read; at most about 25 times 16 MiB, 400 MB, however it is built). The
 child's result comes back pickled: the same objects, byte for byte. Where a child cannot be
-forked safely (no fork or no /proc, as on Windows and macOS, or other threads running, which a
-fork could catch holding a lock), the parse runs in the process, unbounded as before."""
+forked safely (no fork or no /proc, as on Windows and macOS, or threads running other than
+SAFE_THREADS, which a fork could catch holding a lock), the parse runs in the process,
+unbounded as before."""
 from __future__ import annotations
 
 import os
 import pickle
+import sys
 import threading
 from typing import Callable, TypeVar
 
@@ -69,19 +71,26 @@ def bounded(parse: Callable[..., T], *args, handed: list) -> T:
     return value
 
 
+# threads known to take no lock the child needs: `astral diagnose`'s progress line on a terminal
+# (outputs/progress.py) writes to stderr under its lock, and the child writes nowhere but its
+# pipe (its stdout and stderr are new, on /dev/null)
+SAFE_THREADS = ("astral-progress",)
+
+
 def _can_fork() -> bool:
-    """Whether a child can be forked safely: no thread runs but the caller's and the main
-    thread (which waits for it, load.read_file), none of them holding a lock the child would
-    wait for."""
+    """Whether a child can be forked safely: no thread runs but the caller's, the main thread
+    (which waits for it, load.read_file) and SAFE_THREADS; another could hold a lock the child
+    would wait for."""
     if not hasattr(os, "fork") or not os.path.exists("/proc/self/statm"):
         return False
     mine = {threading.current_thread(), threading.main_thread()}
-    return all(t in mine for t in threading.enumerate())
+    return all(t in mine or t.name in SAFE_THREADS for t in threading.enumerate())
 
 
 def _child(fd: int, parse, args) -> None:
     status = 1
     try:
+        sys.stdout = sys.stderr = open(os.devnull, "w")   # the parent's may be locked
         _limit()
         try:
             out = ("ok", parse(*args))
