@@ -218,6 +218,16 @@ def test_the_bounded_child_says_its_death_and_raises_its_errors(small_budget):
     assert small_budget.bounded(pid, "x", handed=[b""])[2] != os.getpid()
 
 
+def test_the_bounded_child_is_the_out_of_memory_killers_first_choice(small_budget):
+    """On a machine with less free memory than the budget the kernel kills the child (E781),
+    not the process that reads the files or another program."""
+    def score(handed):
+        with open("/proc/self/oom_score_adj") as fh:
+            return fh.read().strip()
+
+    assert small_budget.bounded(score, handed=[]) == "1000"
+
+
 @pytest.mark.parametrize("name, forked", [("another", False), ("astral-progress", True)])
 def test_with_another_thread_running_the_parse_is_not_forked(small_budget, name, forked):
     """A fork could catch another thread holding a lock (the child would wait for ever); the

@@ -114,10 +114,17 @@ def _child(fd: int, parse, args) -> None:
 
 def _limit() -> None:
     """This process's address space capped at what it holds now plus BUDGET (a lower limit
-    already set is kept), and no core file when it dies of it."""
+    already set is kept), no core file when it dies of it, and the kernel's out-of-memory
+    killer pointed at it first (a machine with less free memory than BUDGET: the child is
+    killed, E781, rather than the parent or another program)."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        with open("/proc/self/oom_score_adj", "w") as fh:
+            fh.write("1000")
+    except OSError:
+        pass
     limit_memory(BUDGET)
 
 
