@@ -224,7 +224,7 @@ def _trust(result) -> List[str]:
 def _beyond(rows) -> List[str]:
     """Where the ranked rows go beyond the scale and layout of the calibration runs (W759,
     seer/checked.py): per dimension its values, the range checked and the ranks."""
-    from astral_dsl.seer.checked import NAMES, Beyond, show
+    from astral_dsl.seer.checked import NAMES, Beyond, no_ranges, show
 
     far: Dict[str, list] = {}
     for r in rows:
@@ -232,7 +232,7 @@ def _beyond(rows) -> List[str]:
             far.setdefault(b["field"], []).append((r["rank"], b["value"], b["checked"]))
     if not far:
         return []
-    if all(c is None for hits in far.values() for _, _, c in hits):
+    if no_ranges((field, c) for field, hits in far.items() for _, _, c in hits):
         return ["  calibration: the calibration records no ranges of the runs it was fitted "
                 "on: whether the rows extrapolate beyond them cannot be told (W759)"]
     parts = []
