@@ -209,12 +209,15 @@ def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
                        f"job `{job.template}`: the forecast is outside the calibrated envelope: "
                        f"{what}", span,
                        ("the band is a documented default, not a measured error: "
-                        if calibration is None else
+                        if calibration is None or env.basis == "default" else
                         f"the band is not a measured error: twice the spread of all the runs of "
                         f"the calibration `{calibration.source}`, at least the shipped fit's "
                         f"{band_text(documented_outside())} (docs/seer.md): ") + (
                            "fit Seer on runs of this kind with `astral calibrate` (docs/runs.md) "
                            "and forecast with `--calibration`" if calibration is None else
+                           f"the calibration `{calibration.source}` records no error bands: fit "
+                           "it again with `astral calibrate` (docs/runs.md), which measures them "
+                           "on the runs it leaves out" if env.basis == "default" else
                            f"the calibration `{calibration.source}` measured no band on so few "
                            f"runs: fit it on at least {MIN_ROWS} (yours beside the shipped "
                            "tables, docs/runs.md)" if few else
