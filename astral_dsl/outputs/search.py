@@ -157,11 +157,13 @@ def summary(result) -> List[str]:
     lines.append(f"  {result.memory_checked:,} of them could reach the top {result.top}: "
                  f"{result.fit:,} fit in memory by Seer's estimate{cap} and were forecast "
                  "fully (the schedule simulated)")
-    if result.sure_fit:
-        held = f" {memory_capacity(result.gpu_memory_gb * 1e9)}" if result.gpu_memory_gb else \
-            " memory"
+    if result.sure_fit and not result.gpu_memory_gb:
+        lines.append(f"  --sure-fit: the GPU `{result.gpu}` declares no `memory`: no estimate "
+                     "could be held to it, none was left out (the rows are not sure to fit)")
+    elif result.sure_fit:
         lines.append(f"  --sure-fit: {result.unsure:,} of those left out, their memory estimate "
-                     f"plus its uncertainty past the GPU's{held}: the rest ranked")
+                     f"plus its uncertainty past the GPU's "
+                     f"{memory_capacity(result.gpu_memory_gb * 1e9)}: the rest ranked")
     if result.objective == "cost_per_token" or any("cost_per_token_usd" in r
                                                    for r in result.rows):
         years = result.life_s / (365 * 86400)
