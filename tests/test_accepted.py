@@ -290,3 +290,23 @@ def test_render_under_a_scenario_counts_the_warnings_accepted_there(tmp_path, ca
     assert "accepted" not in stdout
     _, stdout, _ = call(["render", str(path), "-o", picture, "--scenario", "half"], capsys)
     assert "1 accepted" in stdout
+
+
+def test_copies_of_a_finding_that_differ_in_their_amounts_are_said_once():
+    """allows.once: a scenario's split makes copies of one finding that differ in their
+    instances' indices and amounts, an amount with its thousands' comma too (950 and 1,140),
+    and are one; findings that differ in their words stay apart."""
+    from astral_dsl.diagnostics.diagnostic import Diagnostic, Severity, Span
+    from astral_dsl.model.allows import once
+
+    at = Span.at("a.astral", 3, 1, 3, 9)
+
+    def w(message):
+        return Diagnostic("W621", Severity.WARNING, message, at)
+
+    a = w("`sus[0]` carries 950 kW, past its 900 kW")
+    b = w("`sus[1]` carries 1,140 kW, past its 900 kW")
+    c = w("`sus[1]` carries 1,140.5 kW, past its 900 kW")
+    assert once([a, b, c]) == (a,)
+    other = w("`sus[1]` draws 1,140 kW, past its 900 kW")
+    assert once([a, other]) == (a, other)

@@ -493,3 +493,22 @@ def test_a_pooled_band_names_its_runs_and_why(tmp_path, capsys):
                          "never"], capsys)
     (line,) = [s for s in out.splitlines() if "iteration time" in s]
     assert "9 calibration runs of H100/BF16 left out of the fit; fewer than" in line
+
+
+def test_w753_of_a_calibration_without_bands_says_the_default_not_its_runs_spread():
+    """A calibration that records no error bands gives the documented default band (basis
+    `default`): W753's hint says so and asks for a fit that measures them; it said the band was
+    twice the spread of the calibration's runs, and that it had no run of this kind."""
+    fc = seer.forecast(_design(), calibration=calibration({}))
+    env = fc.envelope()
+    assert env.basis == "default" and not env.inside
+    (w,) = [d for d in fc.diagnostics if d.code == "W753"]
+    assert "the calibration has no error bands" in w.message
+    assert w.hint.startswith("the band is a documented default, not a measured error: ")
+    assert "twice the spread" not in w.hint and "had no run of this kind" not in w.hint
+    assert "`mine.json` records no error bands: fit it again with `astral calibrate`" in w.hint
+    # a calibration with bands but none of this kind keeps its own words
+    cal = calibration(dict({k: v for k, v in CHECKED.items() if not k.startswith("H100")}))
+    (w,) = [d for d in seer.forecast(_design(), calibration=cal).diagnostics
+            if d.code == "W753"]
+    assert "twice the spread of all the runs of the calibration `mine.json`" in w.hint

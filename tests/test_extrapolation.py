@@ -245,3 +245,27 @@ def test_the_schemas_name_every_dimension_seer_checks():
     for name in ("forecast", "runs", "search", "sweep"):
         found = list(enums(json.loads((root / f"{name}.schema.json").read_text())))
         assert found and all(e == list(checked.NAMES) for e in found), name
+
+
+def test_a_fit_without_a_newer_dimensions_range_names_it_not_no_ranges(lab):
+    """A fit written before Seer checked a dimension (`offload`, of this version) records the
+    other ranges: W759 and the report name the one it lacks, "checked range unknown", and do
+    not say it records no ranges at all (they did: every dimension outside was unknown)."""
+    design = astral_dsl.load(lab[0])
+    wide = dict(NARROW, gpus=[8, 1024], seq=[2048, 8192])
+    del wide["offload"]
+    fc = seer.forecast(design, calibration=_fit(wide))
+    env = fc.envelope()
+    assert [(b.field, b.checked) for b in env.extrapolated] == [("offload", None)]
+    assert env.beyond_text() == "offload 0 (checked range unknown)"
+    (w,) = [d for d in fc.diagnostics if d.code == "W759"]
+    assert "records no ranges" not in w.message
+    assert w.message == (
+        "job `train`: the calibration `mine.json` records no range of layers whose activations "
+        "are offloaded to host memory (it was fitted before Seer checked them): whether the "
+        "forecast extrapolates there cannot be told: offload 0 (checked range unknown)")
+    assert "fit it again" in w.hint
+    # a fit with no ranges at all is still said so
+    assert checked.no_ranges((b.field, b.checked)
+                             for b in seer.forecast(design, calibration=_fit(None))
+                             .envelope().extrapolated)

@@ -469,3 +469,11 @@ def test_a_cdu_that_states_no_power_is_not_counted_as_a_0_w_draw(summary, tmp_pa
     table = _astral_cli("size", str(path), cwd=REPO, env={**os.environ, "COLUMNS": "132"}).stdout
     (line,) = [ln for ln in table.splitlines() if ln.startswith(" CDUs ")]
     assert line.endswith("the running CDUs' declared power")
+
+
+def test_the_designs_cdu_power_is_null_where_no_loops_cdu_states_it(summary):
+    """The summary's `cdu_power_kw` totals the loops': where every loop's is null (the stdlib's
+    `CDU` states no `power`), the total is null too, not the 0 kW draw each loop's no longer
+    claims."""
+    assert [lp["cdu_power_kw"] for lp in summary["loops"]] == [None]
+    assert summary["cdu_power_kw"] is None

@@ -134,9 +134,10 @@ def stale_allow(a: Allow) -> Diagnostic:
                               "the warning is")
 
 
-# the digits of a message: copies of one finding differ in their instances' indices and in
-# the amounts those instances carry (a scenario's split), never in their words
-_DIGITS = re.compile(r"\d+")
+# the numbers of a message: copies of one finding differ in their instances' indices and in
+# the amounts those instances carry (a scenario's split), never in their words; an amount is one
+# number with its thousands' commas and its decimals (`950` and `1,140` alike)
+_DIGITS = re.compile(r"\d(?:[\d,.]*\d)?")
 
 
 def once(diagnostics: Iterable[Diagnostic]) -> Tuple[Diagnostic, ...]:

@@ -157,11 +157,13 @@ def summary(result) -> List[str]:
     lines.append(f"  {result.memory_checked:,} of them could reach the top {result.top}: "
                  f"{result.fit:,} fit in memory by Seer's estimate{cap} and were forecast "
                  "fully (the schedule simulated)")
-    if result.sure_fit:
-        held = f" {memory_capacity(result.gpu_memory_gb * 1e9)}" if result.gpu_memory_gb else \
-            " memory"
+    if result.sure_fit and not result.gpu_memory_gb:
+        lines.append(f"  --sure-fit: the GPU `{result.gpu}` declares no `memory`: no estimate "
+                     "could be held to it, none was left out (the rows are not sure to fit)")
+    elif result.sure_fit:
         lines.append(f"  --sure-fit: {result.unsure:,} of those left out, their memory estimate "
-                     f"plus its uncertainty past the GPU's{held}: the rest ranked")
+                     f"plus its uncertainty past the GPU's "
+                     f"{memory_capacity(result.gpu_memory_gb * 1e9)}: the rest ranked")
     if result.objective == "cost_per_token" or any("cost_per_token_usd" in r
                                                    for r in result.rows):
         years = result.life_s / (365 * 86400)
@@ -224,7 +226,7 @@ def _trust(result) -> List[str]:
 def _beyond(rows) -> List[str]:
     """Where the ranked rows go beyond the scale and layout of the calibration runs (W759,
     seer/checked.py): per dimension its values, the range checked and the ranks."""
-    from astral_dsl.seer.checked import NAMES, Beyond, show
+    from astral_dsl.seer.checked import NAMES, Beyond, no_ranges, show
 
     far: Dict[str, list] = {}
     for r in rows:
@@ -232,7 +234,7 @@ def _beyond(rows) -> List[str]:
             far.setdefault(b["field"], []).append((r["rank"], b["value"], b["checked"]))
     if not far:
         return []
-    if all(c is None for hits in far.values() for _, _, c in hits):
+    if no_ranges((field, c) for field, hits in far.items() for _, _, c in hits):
         return ["  calibration: the calibration records no ranges of the runs it was fitted "
                 "on: whether the rows extrapolate beyond them cannot be told (W759)"]
     parts = []

@@ -179,7 +179,7 @@ def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any
              "flow_l_per_min": round(formulas.m3s_to_l_per_min(flow), 2) if flow else None}
             for lp in c.loops for kind, path, n, q, flow in lp.parts],
         "pump_power_kw": _kw(c.pump_w),
-        "cdu_power_kw": _kw(c.cdu_w),
+        "cdu_power_kw": _cdu_total_kw(c),
         "conversion_loss_kw": _kw(p.conversion_loss_w),
         "conversion_loss_peak_kw": _kw(p.conversion_loss_peak_w),
         "power_by_level": power_by_level(eng),
@@ -248,6 +248,15 @@ def feeder_json(f) -> Dict[str, Any]:
         "equipment_v": _r(f.equipment_v, 4), "recharge_kw": _kw(f.recharge_w),
         "no_load_kw": _kw(f.no_load_w), "mechanical_kw": _kw(f.mechanical_w),
     }
+
+
+def _cdu_total_kw(c) -> Optional[float]:
+    """The running CDUs' declared `power` over the design; null when its loops have CDUs and
+    none of them states it (each loop's `cdu_power_kw` null: not counted, not a 0 kW draw)."""
+    with_cdu = [lp for lp in c.loops if lp.cdu_model]
+    if with_cdu and not any(lp.cdu_power_stated for lp in with_cdu):
+        return None
+    return _kw(c.cdu_w)
 
 
 def loop_json(lp) -> Dict[str, Any]:

@@ -154,6 +154,14 @@ def beyond(values: Mapping[str, float],
     return tuple(out)
 
 
+def no_ranges(fields_unknown: Iterable[Tuple[str, Optional[Tuple[float, float]]]]) -> bool:
+    """Whether a forecast's dimensions outside the checked ranges, (field, checked) each, say
+    the calibration records no ranges at all (beyond() of None: every dimension unknown, `gpus`,
+    every point's, among them), not that it lacks a few (one fitted before Seer checked them:
+    `offload`), which are named, each "checked range unknown"."""
+    return any(field == "gpus" and r is None for field, r in fields_unknown)
+
+
 def check_ranges(doc) -> Dict[str, Tuple[float, float]]:
     """The `ranges` of a fit document: {dimension: [lowest, highest]}, finite numbers >= 0 with
     lowest <= highest; ValueError naming the key otherwise."""

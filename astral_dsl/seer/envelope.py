@@ -85,7 +85,7 @@ class Envelope:
     def beyond_text(self) -> str:
         """"gpus 16,384 (checked 8-1,024); tp 16 (checked 1-8)": where the forecast goes
         beyond the calibration runs ("" when nowhere); the ranges unknown said once."""
-        if self.extrapolated and all(b.checked is None for b in self.extrapolated):
+        if checked.no_ranges((b.field, b.checked) for b in self.extrapolated):
             return "the calibration records no checked ranges"
         return "; ".join(b.text() for b in self.extrapolated)
 
@@ -209,12 +209,15 @@ def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
                        f"job `{job.template}`: the forecast is outside the calibrated envelope: "
                        f"{what}", span,
                        ("the band is a documented default, not a measured error: "
-                        if calibration is None else
+                        if calibration is None or env.basis == "default" else
                         f"the band is not a measured error: twice the spread of all the runs of "
                         f"the calibration `{calibration.source}`, at least the shipped fit's "
                         f"{band_text(documented_outside())} (docs/seer.md): ") + (
                            "fit Seer on runs of this kind with `astral calibrate` (docs/runs.md) "
                            "and forecast with `--calibration`" if calibration is None else
+                           f"the calibration `{calibration.source}` records no error bands: fit "
+                           "it again with `astral calibrate` (docs/runs.md), which measures them "
+                           "on the runs it leaves out" if env.basis == "default" else
                            f"the calibration `{calibration.source}` measured no band on so few "
                            f"runs: fit it on at least {MIN_ROWS} (yours beside the shipped "
                            "tables, docs/runs.md)" if few else
@@ -252,11 +255,20 @@ def extrapolated_warning(job, env: Envelope, calibration=None) -> List[Diagnosti
     if not env.extrapolated:
         return []
     name = "the shipped fit" if calibration is None else f"the calibration `{calibration.source}`"
-    if all(b.checked is None for b in env.extrapolated):
+    if checked.no_ranges((b.field, b.checked) for b in env.extrapolated):
         return [Diagnostic(
             "W759", Severity.WARNING,
             f"job `{job.template}`: {name} records no ranges of the runs it was fitted on: "
             "whether the forecast extrapolates beyond them cannot be told", job.span,
+            "fit it again with this version's `astral calibrate` (docs/runs.md), which "
+            "records them")]
+    if all(b.checked is None for b in env.extrapolated):     # ranges, but not of these
+        what = ", ".join(checked.WHAT[b.field] for b in env.extrapolated)
+        return [Diagnostic(
+            "W759", Severity.WARNING,
+            f"job `{job.template}`: {name} records no range of {what} (it was fitted before "
+            "Seer checked them): whether the forecast extrapolates there cannot be told: "
+            + env.beyond_text(), _span_of(job, env.extrapolated[0].field),
             "fit it again with this version's `astral calibrate` (docs/runs.md), which "
             "records them")]
     first = env.extrapolated[0]

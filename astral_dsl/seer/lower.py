@@ -25,7 +25,7 @@ to issue its layers (host_layer_s, fitted; template.py); an MoE layer's routing 
 moe_layer_s (fitted) beyond what bytes and FLOPs price.
 
 The operators are built by concern in mixins of Lowering: lower_dense.py, lower_attention.py,
-lower_moe.py, lower_mamba.py, lower_linear.py and lower_comm.py.
+lower_moe.py, lower_mamba.py, lower_linear.py, lower_comm.py and lower_offload.py.
 """
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ from functools import cached_property
 from typing import Dict, Optional, Tuple
 
 from astral_dsl.seer import comm
-from astral_dsl.seer.activations import layer_activation_bytes
 from astral_dsl.seer.comm_groups import groups, stage_groups
 from astral_dsl.seer.costs import GEMM_STREAMS, Costs
 from astral_dsl.seer.lower_attention import AttentionOps
@@ -44,15 +43,16 @@ from astral_dsl.seer.lower_linear import LinearOps, cast_bytes
 from astral_dsl.seer.lower_mamba import MambaOps
 from astral_dsl.seer.lower_mtp import MtpOps
 from astral_dsl.seer.lower_moe import MoeOps
+from astral_dsl.seer.lower_offload import OffloadOps, offload_shape, reload_of
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.spec import JobSpec
 from astral_dsl.seer.stages import chunk_layers
-from astral_dsl.seer.template import Op, Template, Builder
+from astral_dsl.seer.template import Template, Builder
 
 
 
 class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, CommOps,
-               ParamsMixin):
+               OffloadOps, ParamsMixin):
     """The job's block templates and the quantities they are built from.
 
     Attributes, per rank and per micro-batch:
@@ -322,7 +322,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         if whole is not None:
             shape = lambda L, key=shape: (key(L), L - first < whole)   # noqa: E731
         if offloaded:
-            shape = _offload_shape(shape, offloaded, phase, first, n)
+            shape = offload_shape(shape, offloaded, phase, first, n)
         if phase == "F":
             if embed:
                 self._embed_fwd(b)
@@ -349,7 +349,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
                 for nxt in ([L] if L == first + n - 1 else []) + ([L - 1] if L > first else []):
                     if nxt in offloaded:
                         self._offload(b, "activation reload", "offload_in", nxt)
-                b.wait_for(gathers.get(L), _reload(b.ops, L) if L in offloaded else None)
+                b.wait_for(gathers.get(L), reload_of(b.ops, L) if L in offloaded else None)
                 self._layer_bwd(b, L, whole is None or L - first < whole)
                 if fsdp:
                     self._weights_op(b, "grad reduce-scatter", "rs", L, (self.job.grad_bytes,) * 2)
@@ -374,49 +374,3 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         template's key slices it (each stage's every chunk asks for one, in both passes)."""
         end = max((first + n for row in self.chunks for first, n in row), default=0)
         return tuple(map(self.job.model.shape_key, range(end)))
-
-    def offloaded(self, stage: int) -> frozenset:
-        """The layers of `stage` whose activations go to host memory: its first
-        `offload_layers` (memory.py)."""
-        k = self.job.offload_layers or 0
-        if not k:
-            return frozenset()
-        layers = [L for first, n in self.chunks[stage] for L in range(first, first + n)]
-        return frozenset(layers[:k])
-
-    def _offload(self, b, name: str, stream: str, L: int) -> int:
-        """Layer L's saved activations copied to host memory (after its forward) or back
-        (before its backward) over the GPU's host link, on a copy stream of their own: a side
-        op the compute stream waits for only where the copy is slower than the layers it
-        overlaps."""
-        nbytes = layer_activation_bytes(self.job, L)
-        bw = self.c.gpu.host_bw
-        if bw <= 0:
-            raise ValueError(f"GPU `{self.c.gpu.name}` declares no `host_bandwidth`: "
-                             f"activation offloading cannot be priced")
-        op = b.add(Op(name, "comm", stream, nbytes / bw, 0.0, nbytes, "", L),    # (no rank group)
-                   chain=False)
-        b.pending.remove(op)
-        return op
-
-
-def _reload(ops, L: int) -> int:
-    """The op that brings layer L's activations back: issued by the layer after it, or by L
-    itself when last, built or copied (Builder.each): the latest op of that name and layer."""
-    for k in range(len(ops) - 1, -1, -1):
-        op = ops[k]
-        if op.layer == L and op.name == "activation reload":
-            return k
-    raise AssertionError(f"no reload of layer {L}")
-
-
-def _offload_shape(shape, offloaded: frozenset, phase: str, first: int, n: int):
-    """Builder.each's key of a layer in a chunk with offloaded layers: its shape and what its
-    pass does with copies: in the forward, whether it offloads; in the backward, whether it
-    waits for its own reload, whether it is the chunk's last (which reloads itself), and the
-    shape of the layer before it when it reloads that one (the copy's size)."""
-    if phase == "F":
-        return lambda L: (shape(L), L in offloaded)
-    last = first + n - 1
-    return lambda L: (shape(L), L in offloaded, L == last,
-                      shape(L - 1) if L > first and L - 1 in offloaded else None)

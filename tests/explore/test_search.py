@@ -561,3 +561,25 @@ def test_sure_fit_ranks_the_best_of_what_fits_with_the_estimates_uncertainty(tmp
                "uncertainty past the GPU's 5.5 GB" in line for line in doc["summary"])
     assert [r["rank"] for r in doc["rows"]] == [1, 2, 3]
     assert not any(r["may_not_fit"] for r in doc["rows"])
+
+
+def test_sure_fit_on_a_gpu_without_memory_does_not_claim_the_rows_fit(tmp_path):
+    """--sure-fit on a GPU that declares no `memory`: nothing can be held to it, so nothing is
+    left out, and the summary says the rows are not sure to fit; it said "0 of those left out,
+    their memory estimate plus its uncertainty past the GPU's memory: the rest ranked"."""
+    import re
+
+    from astral_dsl.outputs import search as search_out
+
+    hw = (Path(__file__).resolve().parents[2] / "stdlib/hardware.astral").read_text("utf-8")
+    body = re.search(r"gpu H100_SXM \{(.*?)\n\}", hw, re.S).group(1)
+    body = "\n".join(ln for ln in body.splitlines() if not ln.strip().startswith("memory ="))
+    path = tmp_path / "nomem.astral"
+    path.write_text(textwrap.dedent(SMALL).replace(
+        "host Node = HGX8(gpu = H100_SXM,",
+        "gpu NoMem {" + body + "\n}\nhost Node = HGX8(gpu = NoMem,"), encoding="utf-8")
+    result = search.run(str(path), job="dense", top=3, engine=LocalEngine(1), sure_fit=True)
+    assert result.gpu_memory_gb is None and result.unsure == 0 and len(result.rows) == 3
+    (line,) = [ln for ln in search_out.summary(result) if "--sure-fit" in ln]
+    assert line == ("  --sure-fit: the GPU `NoMem` declares no `memory`: no estimate could be "
+                    "held to it, none was left out (the rows are not sure to fit)")
