@@ -254,16 +254,21 @@ def test_a_fit_without_a_newer_dimensions_range_names_it_not_no_ranges(lab):
     design = astral_dsl.load(lab[0])
     wide = dict(NARROW, gpus=[8, 1024], seq=[2048, 8192])
     del wide["offload"]
-    fc = seer.forecast(design, calibration=_fit(wide))
+    # a job that offloads nothing extrapolates nothing of offloading (checked.NO_MECHANISM):
+    # the fits written before the dimension did not warn on every forecast
+    plain = seer.forecast(design, calibration=_fit(wide))
+    assert plain.envelope().extrapolated == ()
+    assert not [d for d in plain.diagnostics if d.code == "W759"]
+    fc = seer.forecast(design, calibration=_fit(wide), offload_layers=2)
     env = fc.envelope()
     assert [(b.field, b.checked) for b in env.extrapolated] == [("offload", None)]
-    assert env.beyond_text() == "offload 0 (checked range unknown)"
+    assert env.beyond_text() == "offload 2 (checked range unknown)"
     (w,) = [d for d in fc.diagnostics if d.code == "W759"]
     assert "records no ranges" not in w.message
     assert w.message == (
         "job `train`: the calibration `mine.json` records no range of layers whose activations "
         "are offloaded to host memory (it was fitted before Seer checked them): whether the "
-        "forecast extrapolates there cannot be told: offload 0 (checked range unknown)")
+        "forecast extrapolates there cannot be told: offload 2 (checked range unknown)")
     assert "fit it again" in w.hint
     # a fit with no ranges at all is still said so
     assert checked.no_ranges((b.field, b.checked)

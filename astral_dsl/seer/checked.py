@@ -47,6 +47,11 @@ FIELDS: Tuple[Tuple[str, str, Tuple[str, str]], ...] = (
     ("offload", "layers whose activations are offloaded to host memory", ("", "offload_layers")),
 )
 NAMES = tuple(f[0] for f in FIELDS)
+# the value of a dimension added after fits were written (`offload`, stop 59) that is a job
+# without the mechanism it counts: a fit that records some ranges but not this one is not
+# unknown there (its runs were priced with the mechanism off unless the rule chose it, and a
+# job without it extrapolates nothing of it)
+NO_MECHANISM = {"offload": 0}
 WHAT = {f[0]: f[1] for f in FIELDS}
 WHERE = {f[0]: f[2] for f in FIELDS}
 
@@ -145,10 +150,14 @@ def ranges(points: Iterable[Mapping[str, float]]) -> Dict[str, Tuple[float, floa
 def beyond(values: Mapping[str, float],
            checked: Optional[Mapping[str, Tuple[float, float]]]) -> Tuple[Beyond, ...]:
     """The dimensions of `values` outside `checked` (a calibration's ranges; None: unknown, so
-    every dimension, with no range); a dimension the ranges lack is unknown too."""
+    every dimension, with no range); a dimension the ranges lack is unknown too, but for what a
+    fit written before its dimension was checked ran without: no layer offloaded (NO_MECHANISM)
+    is what every run before then did."""
     out = []
     for k, v in values.items():
         r = None if checked is None else checked.get(k)
+        if r is None and checked is not None and NO_MECHANISM.get(k) == v:
+            continue
         if r is None or not r[0] <= v <= r[1]:
             out.append(Beyond(k, v, None if r is None else (r[0], r[1])))
     return tuple(out)
