@@ -8,8 +8,9 @@ README and docs/seer.md cite for activation offloading; and the forecasts the RE
 docs/seer.md quote as figures or as a command's output (the reference job, the single-pod job
 and its fp8 variants, the reference's stage shares, plain 1F1B and 4 chunks, the reference
 under a failed uplink, a failed port or half its aggregation switches, `astral search`'s job as
-declared), which a change to Seer moves without a word; and the README's `check --format json`
-document and the Python blocks of the README and docs/seer.md, run."""
+declared), which a change to Seer moves without a word; the README's `check --format json`
+document, its sweep row and the Python blocks of the README and docs/seer.md, run; and the
+reference forecast's W753 and W759 as docs/diagnostics.md quotes them."""
 from __future__ import annotations
 
 import re
@@ -372,3 +373,36 @@ def test_the_render_call_the_readme_shows_runs():
     drawn = eval(said.group(1), {"render": astral_dsl.outputs.render.render, "view": view,
                                  "checked": checked})
     assert isinstance(drawn, graphviz.Digraph) and "Tutorial" in drawn.source
+
+
+def test_the_reference_forecast_warnings_docs_diagnostics_quotes():
+    """docs/diagnostics.md, W753 and W759: `astral forecast examples/astral.astral` prints each
+    warning as quoted, line for line (the W753 hint under the shipped fit, the W759 note and
+    hint with the checked range of GPUs)."""
+    diagnostics = (REPO / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    out = astral("forecast", "examples/astral.astral")
+    assert out.returncode == 0, out.stdout
+    printed = out.stdout.split("\n")
+    for code in ("W753", "W759"):
+        start = diagnostics.index(f"### {code}:")
+        entry = diagnostics[start:diagnostics.index("\n### ", start + 1)]
+        block = _fence_after(entry, "```console", "console")
+        assert block[0].split("#")[0].rstrip() == "$ astral forecast examples/astral.astral"
+        shown = block[1:]
+        assert shown[0].startswith(f"warning[{code}]"), code
+        at = printed.index(shown[0])
+        assert printed[at:at + len(shown)] == shown, code
+
+
+def test_the_sweep_row_the_readme_shows():
+    """README, "Sweeps": the first command's point `hosts_per_rack=5, rack_limit=45 kW` as one
+    JSON line, its fields up to `gpus` as shown (the rest elided there)."""
+    out = astral("sweep", "examples/astral.astral", "--grid", "hosts_per_rack=5",
+                 "--grid", "rack_limit=45kW", "--format", "jsonl", "--workers", "1")
+    assert out.returncode == 1, out.stderr          # the point has errors
+    shown = _fence_after(README, "`hosts_per_rack=5, rack_limit=45 kW`):", "json")
+    assert len(shown) == 1
+    head, _, tail = shown[0].partition(",...,")
+    row = out.stdout.strip()
+    assert row.startswith(head + ",") and tail == '"diagnostics":[...]}'
+    assert row.endswith("]}") and ',"diagnostics":[{' in row
