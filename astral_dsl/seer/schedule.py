@@ -120,9 +120,16 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     iteration time. (Megatron-LM's interleaved schedule needs m to be a multiple of p; for other
     m its batched exchanges could wait on each other, and each send goes out on its own.)"""
     par = low.job.parallel
-    overlap = low.job.pp_overlap and par.v > 1
+    overlap = async_sends(low.job)
     return _run(low, m, *plan_of(par.pp, par.v, m, low.job.schedule_key, overlap),
                 overlap=overlap)
+
+
+def async_sends(job) -> bool:
+    """Whether the job's pipeline sends are asynchronous (`pp_overlap`, Megatron-Core's
+    overlap_p2p_comm, which only the interleaved schedule takes): the sender goes on once its
+    previous send has arrived (_run; `astral synth` replays the same rule)."""
+    return bool(job.pp_overlap and job.parallel.v > 1)
 
 
 def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False

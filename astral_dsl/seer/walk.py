@@ -22,8 +22,8 @@ from operator import itemgetter
 from typing import Dict, List, Tuple
 
 from astral_dsl.seer.param_gather import gather_gates
-from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, iteration_tail, key_hops, plan_of,
-                                      simulate)
+from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, async_sends, iteration_tail,
+                                      key_hops, plan_of, simulate)
 
 
 class _Stage:
@@ -170,7 +170,7 @@ def iteration_time(low, m: int) -> float:
              for c in range(v)]
     if not (all(h >= 0.0 for h in hops) and all(t >= 0.0 for t in table)):  # the premise
         return simulate(low, m)[1]
-    overlap = low.job.pp_overlap and v > 1
+    overlap = async_sends(low.job)
     prog = _program(p, v, m, low.job.schedule_key, overlap)
     stages = [_Stage(seq, v, m) for seq in prog.codes]
     gates = {}

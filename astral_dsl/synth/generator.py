@@ -14,7 +14,9 @@ divided by the slowest rate on any of its flows; a ring collective by the slowes
 of its ring edges.
 
 The schedule follows the forecast's block order (Seer's 1F1B / interleaved order), sends go out
-as soon as a block ends (no batched exchange) and block until they arrive; the simulation runs
+as soon as a block ends (no batched exchange) and hold their sender until they arrive, or with
+`pp_overlap` until the sender's previous send has arrived (Seer's rule: seer/schedule.py
+`_run`, `async_sends`); the simulation runs
 on numpy arrays over the data- and context-parallel ranks (a DP x CP group: Megatron-Core's
 DATA_PARALLEL_GROUP_WITH_CP) and TP ranks of each stage."""
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
+from astral_dsl.seer.schedule import async_sends
 from astral_dsl.synth import context, experts, overlap, sharded
 from astral_dsl.synth.faults import Fault, Noise
 from astral_dsl.synth.network import MAX_FLAPS, Net
@@ -177,6 +180,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
               else () for key in steps}
     side = (steps, tuple(zip(ep_members, ep_factor)), cp_side, zsteps, dp_factor, tp_factor,
             edp)
+    sends_async = async_sends(fc.job)
     out = _Emit()
     free = np.zeros((P, D * C, T))
     for k in range(iterations):
@@ -190,7 +194,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
         marks: Optional[Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray]]] = \
             {} if any(o.buckets for o in ovl) else None
         free = _pipeline(out, it, free, idx, orders, base, hop, gpu_factor, it_factor, noise,
-                         rng, pair_factor, net, P, V, side, gates, marks)
+                         rng, pair_factor, net, P, V, side, gates, marks, sends_async)
         for s in range(P):
             if ovl[s].buckets:
                 free[s] = overlap.reduce(out, it, free[s], dp_free[s],
@@ -259,11 +263,12 @@ def _dest(i, ph, c, j, p, v):
 
 
 def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noise, rng,
-              pair_factor, net, P, V, side, gates, marks):
+              pair_factor, net, P, V, side, gates, marks, sends_async=False):
     """Run the iteration's blocks; `gates`: per stage, block position -> (earliest start per
     rank, earliest end) of a chunk's first forward waiting for its overlapped weights
     (overlap.gather); fills `marks` (unless None): (stage, chunk) -> (start, end) of its last
-    backward, per rank (overlap.reduce reads it)."""
+    backward, per rank (overlap.reduce reads it); `sends_async` (seer/schedule.py
+    `async_sends`): a send holds its sender until the previous send has arrived, not itself."""
     free = free0.copy()
     pp_free = free0.copy()
     ready: Dict[Tuple, Tuple[np.ndarray, np.ndarray, int]] = {}
@@ -337,9 +342,11 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             b = min(i, s2) if abs(i - s2) == 1 else P - 1
             dur = hop[b] * factor * np.exp(rng.normal(0, noise.comm, (D, T)))
             arrive = send_start + dur
+            # the sender is held until this send arrives, or asynchronous until the previous
+            held = pp_free[i].copy() if sends_async else arrive
             pp_free[i] = arrive
             out.add(idx[i], it, "pp_comm", send_start, dur, idx[s2], OP["send"])
-            free[i] = np.maximum(free[i], arrive)
+            free[i] = np.maximum(free[i], held)
             ready[dest] = (arrive, send_start, i)
             if dest in waiting:
                 queue.append(waiting.pop(dest))
