@@ -336,3 +336,17 @@ def test_a_small_slow_down_is_no_alarm_and_no_probability_of_one(design, ctx):
     text = diagnosis_out.render(found)
     assert "verdict    healthy: probability 6% that something is wrong" in text
     assert diagnosis_out.to_json(found)["probability"] == pytest.approx(0.0608, abs=2e-4)
+
+
+def test_written_traces_are_the_same_bytes_wherever_and_whenever_written(ctx, tmp_path):
+    """Same input, same output: the gzip header of a written trace holds no time of writing
+    and no file name (gzip.open stamped both: two runs differed in their headers)."""
+    import time
+
+    fc, rm = ctx
+    s = generate(fc, rm, [], seed=1, iterations=1)
+    a = write.write_traces(s, str(tmp_path / "a"))
+    time.sleep(1.1)                     # gzip's mtime is in whole seconds
+    b = write.write_traces(s, str(tmp_path / "b"))
+    assert len(a) == len(b) > 1
+    assert all(Path(x).read_bytes() == Path(y).read_bytes() for x, y in zip(a, b))

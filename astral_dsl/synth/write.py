@@ -186,8 +186,11 @@ def write_traces(s: Synthetic, directory: str, compress: bool = True) -> List[st
         doc = _trace(s, r, sel, member[r])
         name = os.path.join(directory, f"rank-{r}.json" + (".gz" if compress else ""))
         data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
-        with (gzip.open(name, "wb", compresslevel=1) if compress else open(name, "wb")) as fh:
-            fh.write(data)
+        with open(name, "wb") as raw:
+            # mtime 0: the gzip header holds no time of writing (same input, same bytes)
+            with (gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0,
+                                filename="") if compress else raw) as fh:
+                fh.write(data)
         paths.append(name)
     return paths
 
