@@ -1,5 +1,7 @@
 """What every local process pool of the package shares (a sweep's and a search's workers,
-explore/engines.py; the readers of observed files, observe/load.py): Ctrl-C is the parent's.
+explore/engines.py; the readers of observed files, observe/load.py): Ctrl-C is the parent's;
+and a worker's memory bound (`limit_memory`: the language server's workers, lsp/checker.py,
+and the child a large observed file is parsed in, observe/budget.py).
 
 A terminal sends SIGINT to the whole process group. A worker interrupted inside its result
 queue's lock kept it, then waited for it to send its KeyboardInterrupt back; the other workers
@@ -75,3 +77,23 @@ def local_workers(what: str, n: Optional[int]) -> Optional[int]:
     if refused is not None:
         raise ValueError(refused)
     return n
+
+
+def limit_memory(extra: Optional[int]) -> None:
+    """Let this process take at most `extra` bytes of address space beyond what it has now
+    (RLIMIT_AS; a lower limit already set is kept; None, or a system without the limit or
+    without /proc: none)."""
+    if extra is None:
+        return
+    try:
+        import resource
+        with open("/proc/self/statm") as f:
+            have = int(f.read().split()[0]) * resource.getpagesize()
+    except (ImportError, OSError, ValueError):
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = have + extra
+    for limit in (soft, hard):
+        if limit != resource.RLIM_INFINITY:
+            cap = min(cap, limit)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import pickle
 import random
 from typing import List
 
@@ -129,3 +130,117 @@ def test_a_rank_logs_lines_are_counted_at_every_line_end(tmp_path, monkeypatch, 
         assert bool(said) == refused and len(traces) == (not refused), (lines, said)
         if refused:
             assert said[0][0] == "E781" and "more than the 4 rows" in said[0][1]
+
+
+# ---- the memory budget of a large file's parse (observe/budget.py) ---------------------------
+# A value built whole outside the events read (a key the reader does not use, `distributedInfo`,
+# a kernel's field, an event the schema does not fit, a JSON Lines row, a CSV row): a trace
+# `{"junk": [[], [], ...]}` of 30 million entries, 87 kB gzipped, peaked at 2.2 GB (about 27
+# GB at the 1 GiB cap). Here each is 2,000,000 entries, 128 MB of lists or more, every file
+# parsed in the bounded child with a budget of 8 MiB (the child's address space grows first
+# into what the process holds unused at the fork: a thread's malloc arena reserves 64 MiB).
+JUNK = b"[" + b"[]," * 1_999_999 + b"[]]"
+KERNEL = b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1'
+HOSTILE = {
+    "a key not read": b'{"junk": ' + JUNK + b"}",
+    "a key not read, NaN": b'{"traceEvents": [{"ts": NaN}], "junk": ' + JUNK + b"}",
+    "distributedInfo": b'{"traceEvents": [], "distributedInfo": {"rank": 0, "x": ' + JUNK
+                       + b"}}",
+    "deviceProperties": b'{"traceEvents": [], "deviceProperties": ' + JUNK + b"}",
+    "a kernel's name": b'{"traceEvents": [' + KERNEL.replace(b'"k"', JUNK) + b"}]}",
+    "an event the schema does not fit": b'{"traceEvents": [' + KERNEL + b', "args": null, '
+                                        b'"x": ' + JUNK + b"}]}",
+    "a JSON Lines row": b'{"rank": 0, "iteration": 1, "phase": "forward", "start_s": 1, '
+                        b'"duration_s": 1, "x": ' + JUNK + b"}\n",
+    "a CSV row": b"rank,iteration,phase,start_s,duration_s\n" + b"ab," * 2_000_000 + b"\n",
+}
+
+
+@pytest.fixture
+def small_budget(monkeypatch):
+    from astral_dsl.observe import budget
+
+    monkeypatch.setattr(budget, "FROM_BYTES", 0)
+    return budget
+
+
+@pytest.mark.parametrize("where", list(HOSTILE))
+def test_a_value_built_whole_past_the_memory_budget_is_refused(tmp_path, small_budget, where,
+                                                               monkeypatch):
+    monkeypatch.setattr(small_budget, "BUDGET", 8 << 20)
+    p = tmp_path / ("rank-0.csv.gz" if where == "a CSV row" else "rank-0.json.gz")
+    p.write_bytes(gzip.compress(HOSTILE[where]))
+    traces, said = _codes(p)
+    assert traces == [] and said == [(
+        "E781", "the read of the file took more than the reader's memory budget (8 MiB beyond "
+                "the file's bytes): not read")], where
+
+
+def test_a_file_within_the_budget_reads_the_same_in_the_bounded_child(small_budget, tmp_path):
+    """A real trace (and a rank log) parsed in the child: the same traces and diagnostics."""
+    from pathlib import Path
+
+    log = tmp_path / "job.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s\n" +
+                   "".join(f"{r},{i},forward,{i}.5,0.25\n" for r in range(2) for i in range(3)) +
+                   "0,9,forward,x,1\n")
+    real = Path(__file__).parent / "fixtures" / "traces" / "nccl_data_rank-0.json.gz"
+    for path in (str(real), str(log)):
+        child = read_file(path)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(small_budget, "FROM_BYTES", 1 << 40)
+            here = read_file(path)
+        assert child[1] == here[1] and len(child[0]) == len(here[0]) > 0
+        for a, b in zip(child[0], here[0]):
+            assert pickle.dumps(a) == pickle.dumps(b)
+
+
+def test_the_bounded_child_says_its_death_and_raises_its_errors(small_budget):
+    import os
+    import signal
+
+    def die(handed):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def fail(handed):
+        raise ValueError("a reader's bug")
+
+    def pid(what, handed):
+        return what, handed.pop(), os.getpid()
+
+    with pytest.raises(small_budget.OverBudget, match=r"died \(out of memory, or killed\)"):
+        small_budget.bounded(die, handed=[])
+    with pytest.raises(ValueError, match="a reader's bug"):
+        small_budget.bounded(fail, handed=[])
+    handed = [b"bytes"]
+    assert small_budget.bounded(pid, "x", handed=handed)[:2] == ("x", b"bytes") and \
+        handed == []                         # the child's alone: dropped here at the fork
+    assert small_budget.bounded(pid, "x", handed=[b""])[2] != os.getpid()
+
+
+def test_the_bounded_child_is_the_out_of_memory_killers_first_choice(small_budget):
+    """On a machine with less free memory than the budget the kernel kills the child (E781),
+    not the process that reads the files or another program."""
+    def score(handed):
+        with open("/proc/self/oom_score_adj") as fh:
+            return fh.read().strip()
+
+    assert small_budget.bounded(score, handed=[]) == "1000"
+
+
+@pytest.mark.parametrize("name, forked", [("another", False), ("astral-progress", True)])
+def test_with_another_thread_running_the_parse_is_not_forked(small_budget, name, forked):
+    """A fork could catch another thread holding a lock (the child would wait for ever); the
+    progress line of `astral diagnose` on a terminal takes none the child needs."""
+    import os
+    import threading
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, name=name)
+    other.start()
+    try:
+        pid = small_budget.bounded(lambda handed: os.getpid(), handed=[])
+    finally:
+        stop.set()
+        other.join()
+    assert (pid != os.getpid()) == forked

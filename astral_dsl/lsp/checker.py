@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+from astral_dsl.pools import limit_memory
+
 
 def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
     """("ok", diagnostics) of the document, each placed in it (lsp/published.py: a problem in
@@ -35,22 +37,6 @@ def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
 # checked once at start: the modules every analysis needs (the compiler, the engineering checks,
 # Seer's job validation) are imported before the first deadline starts
 WARM = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 2 x H }\n"
-
-
-def limit_memory(extra: Optional[int]) -> None:
-    """Let this process take at most `extra` bytes of address space beyond what it has now
-    (RLIMIT_AS; None, or a system without the limit: none)."""
-    if extra is None:
-        return
-    try:
-        import resource
-        with open("/proc/self/statm") as f:
-            have = int(f.read().split()[0]) * resource.getpagesize()
-    except (ImportError, OSError, ValueError):
-        return
-    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-    soft = have + extra if hard == resource.RLIM_INFINITY else min(have + extra, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def serve(conn, memory: Optional[int] = None) -> None:

@@ -22,7 +22,7 @@ from astral_dsl import records
 from astral_dsl.regularfile import open_regular
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.line_ends import lines_of
-from astral_dsl.observe import kineto, ranklog, tracedoc
+from astral_dsl.observe import budget, kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
 from astral_dsl.pools import cores, local_workers
@@ -245,6 +245,28 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
                          f"a trace or a rank log is read as UTF-8: convert it (`iconv -f "
                          f"{wide[:6]} -t UTF-8`; in Windows PowerShell, `Out-File -Encoding "
                          f"utf8`)")]
+    large = len(data) > budget.FROM_BYTES
+    held = [data]                 # the parse drops the bytes when it has the text
+    del data
+    if large:
+        try:
+            return budget.bounded(_parse, path, handed=held)
+        except budget.OverBudget as exc:
+            return [], [_over_budget(path, exc)]
+    return _parse(path, held)
+
+
+def _over_budget(path: str, exc: Exception) -> Diagnostic:
+    return diag("E781", f"{exc}: not read", path,
+                "a real trace or rank log of this size reads within it: the file holds "
+                "values the reader does not use, built whole (a large array or object outside "
+                "the trace's events, or nested in one), or more than one rank's data")
+
+
+def _parse(path: str, held: List[bytes]) -> Tuple[List[RankTrace], List[Diagnostic]]:
+    """The ranks and diagnostics of a file's bytes (inflated, within MAX_BYTES), given in a
+    list: emptied when they are no longer needed."""
+    data = held.pop()
     bom = 3 if data[:3] == b"\xef\xbb\xbf" else 0
     if data[bom:bom + 64].lstrip()[:1] in (b"{", b"["):
         # a profiler trace: only the fields and the events the reader uses

@@ -1,0 +1,131 @@
+"""A large observed file is parsed in a forked child process under a memory budget, so that no
+JSON or CSV it holds can take the machine's memory, whatever part of it is built.
+
+The readers bound what they keep (tracedoc.MAX_EVENTS, MAX_KEPT; ranklog.MAX_ROWS), but a
+parser builds a value whole before the reader sees it: a trace `{"junk": [[], [], ...]}` of 30
+million entries is 87 kB gzipped and 90 MB inflated, and its read peaked at 2.2 GB (at the
+1 GiB inflated cap, about 27 GB): each `[],` costs 64 bytes as a list. The same held for
+`distributedInfo`, `deviceProperties`, a nested field of a kernel, an event the schema does not
+fit, a JSON Lines row, a CSV row of millions of cells. Rather than a bound per field (and one
+more for each field a later reader takes), the parse of a file above FROM_BYTES (inflated) runs
+in a child whose address space (RLIMIT_AS) is what it holds at the fork plus BUDGET: past it
+the parsers raise MemoryError (or the child dies), and the caller says E781.
+
+BUDGET (6 GiB) is above what a real file at the caps takes: a trace at 1 GiB about 1.1 GiB more
+than its bytes (docs/diagnose.md); a rank log of 4,000,000 rows, peer and op filled, 3.9 GB in
+all, about 3.6 GB more than its bytes (a 4 GiB budget left too thin a margin). A hostile file
+meets it long before the machine's memory: each of the values above at the 1 GiB cap ends in
+E781 (peak about 1 GiB + BUDGET). A file within FROM_BYTES is parsed in the process (a fork
+costs more than its read; at most about 25 times 16 MiB, 400 MB, however it is built). The
+child's result comes back pickled: the same objects, byte for byte. Where a child cannot be
+forked safely (no fork or no /proc, as on Windows and macOS, or threads running other than
+SAFE_THREADS, which a fork could catch holding a lock), the parse runs in the process,
+unbounded as before."""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+from typing import Callable, TypeVar
+
+from astral_dsl.pools import limit_memory
+
+FROM_BYTES = 16 << 20        # files larger than this (inflated) are parsed in a bounded child
+BUDGET = 6 << 30             # the child's address space beyond what it holds at the fork
+
+T = TypeVar("T")
+
+
+class OverBudget(Exception):
+    """The parse took more memory than BUDGET, or its child died."""
+
+
+def bounded(parse: Callable[..., T], *args, handed: list) -> T:
+    """parse(*args, handed), in a forked child limited to BUDGET more address space when that
+    can be done safely, else here; OverBudget when the child ran out of memory or died. Another
+    exception of the parse is raised here, as if it had run here. `handed` (the file's bytes,
+    in a list the parse empties once it has no more use for them) is the child's alone: it is
+    emptied here at the fork, so that the bytes are freed when the child frees them, as they
+    are when the parse runs here."""
+    if not _can_fork():
+        return parse(*args, handed)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # the child: never returns
+        os.close(read)
+        _child(write, parse, args + (handed,))
+    handed.clear()
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        payload = fh.read()
+    _, status = os.waitpid(pid, 0)
+    if not payload or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        raise OverBudget("the read of the file died (out of memory, or killed)")
+    kind, value = pickle.loads(payload)
+    if kind == "memory":
+        raise OverBudget(f"the read of the file took more than the reader's memory budget "
+                         f"({BUDGET >> 20:,} MiB beyond the file's bytes)")
+    if kind == "raise":
+        raise value
+    return value
+
+
+# threads known to take no lock the child needs: `astral diagnose`'s progress line on a terminal
+# (outputs/progress.py) writes to stderr under its lock, and the child writes nowhere but its
+# pipe (its stdout and stderr are new, on /dev/null)
+SAFE_THREADS = ("astral-progress",)
+
+
+def _can_fork() -> bool:
+    """Whether a child can be forked safely: no thread runs but the caller's, the main thread
+    (which waits for it, load.read_file) and SAFE_THREADS; another could hold a lock the child
+    would wait for."""
+    if not hasattr(os, "fork") or not os.path.exists("/proc/self/statm"):
+        return False
+    mine = {threading.current_thread(), threading.main_thread()}
+    return all(t in mine or t.name in SAFE_THREADS for t in threading.enumerate())
+
+
+def _child(fd: int, parse, args) -> None:
+    status = 1
+    try:
+        sys.stdout = sys.stderr = open(os.devnull, "w")   # the parent's may be locked
+        _limit()
+        try:
+            out = ("ok", parse(*args))
+        except MemoryError:
+            out = ("memory", None)
+        except BaseException as exc:        # noqa: BLE001 -- raised again in the parent
+            out = ("raise", exc)
+        try:
+            payload = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+        except MemoryError:
+            payload = pickle.dumps(("memory", None))
+        except Exception:                   # noqa: BLE001 -- an exception pickle cannot take
+            payload = pickle.dumps(("raise", RuntimeError(f"{type(out[1]).__name__}: "
+                                                          f"{out[1]}")))
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _limit() -> None:
+    """This process's address space capped at what it holds now plus BUDGET (a lower limit
+    already set is kept), no core file when it dies of it, and the kernel's out-of-memory
+    killer pointed at it first (a machine with less free memory than BUDGET: the child is
+    killed, E781, rather than the parent or another program)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        with open("/proc/self/oom_score_adj", "w") as fh:
+            fh.write("1000")
+    except OSError:
+        pass
+    limit_memory(BUDGET)
+
+
+__all__ = ["BUDGET", "FROM_BYTES", "OverBudget", "bounded"]
