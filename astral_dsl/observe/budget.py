@@ -17,14 +17,14 @@ all, about 3.6 GB more than its bytes (a 4 GiB budget left too thin a margin). A
 meets it long before the machine's memory: each of the values above at the 1 GiB cap ends in
 E781 (peak about 1 GiB + BUDGET). A file within FROM_BYTES is parsed in the process (a fork
 costs more than its read; at most about 25 times 16 MiB, 400 MB, however it is built). The
-child's result comes back pickled: the same objects, byte for byte. Where a child cannot be
+child is the one worker of a process pool forked as observe/load.py's are, and its result comes
+back as theirs do: the same objects, byte for byte. Where a child cannot be
 forked safely (no fork or no /proc, as on Windows and macOS, or threads running other than
 SAFE_THREADS, which a fork could catch holding a lock), the parse runs in the process,
 unbounded as before."""
 from __future__ import annotations
 
 import os
-import pickle
 import sys
 import threading
 from typing import Callable, TypeVar
@@ -41,34 +41,61 @@ class OverBudget(Exception):
     """The parse took more memory than BUDGET, or its child died."""
 
 
+# what the child runs, inherited at the fork (never pickled: the parse may be any callable, and
+# the file's bytes are not copied through a pipe)
+_TASK = None
+
+
 def bounded(parse: Callable[..., T], *args, handed: list) -> T:
     """parse(*args, handed), in a forked child limited to BUDGET more address space when that
     can be done safely, else here; OverBudget when the child ran out of memory or died. Another
     exception of the parse is raised here, as if it had run here. `handed` (the file's bytes,
     in a list the parse empties once it has no more use for them) is the child's alone: it is
-    emptied here at the fork, so that the bytes are freed when the child frees them, as they
-    are when the parse runs here."""
+    emptied here once the child is forked, so that the bytes are freed when the child frees
+    them, as they are when the parse runs here. The child is a worker of a one-process pool
+    forked as load.py's are (its result comes back as theirs do)."""
     if not _can_fork():
         return parse(*args, handed)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                    # the child: never returns
-        os.close(read)
-        _child(write, parse, args + (handed,))
-    handed.clear()
-    os.close(write)
-    with os.fdopen(read, "rb") as fh:
-        payload = fh.read()
-    _, status = os.waitpid(pid, 0)
-    if not payload or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-        raise OverBudget("the read of the file died (out of memory, or killed)")
-    kind, value = pickle.loads(payload)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    global _TASK
+    _TASK = (parse, args, handed)
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_start) as pool:
+            future = pool.submit(_run)           # the worker is forked here, with _TASK
+            _TASK = None
+            handed.clear()
+            try:
+                kind, value = future.result()
+            except BrokenProcessPool:
+                raise OverBudget("the read of the file died (out of memory, or killed)") from None
+            except MemoryError:                  # sending its result back
+                kind, value = "memory", None
+    finally:
+        _TASK = None
     if kind == "memory":
         raise OverBudget(f"the read of the file took more than the reader's memory budget "
                          f"({BUDGET >> 20:,} MiB beyond the file's bytes)")
-    if kind == "raise":
-        raise value
     return value
+
+
+def _start() -> None:
+    """The child's start: nothing written where the parent's streams may be locked, and its
+    memory bounded (_limit)."""
+    sys.stdout = sys.stderr = open(os.devnull, "w")
+    _limit()
+
+
+def _run():
+    """("ok", the parse's result) or ("memory", None): in the child, on what it inherited."""
+    parse, args, handed = _TASK
+    try:
+        return "ok", parse(*args, handed)
+    except MemoryError:
+        return "memory", None
 
 
 # threads known to take no lock the child needs: `astral diagnose`'s progress line on a terminal
@@ -85,31 +112,6 @@ def _can_fork() -> bool:
         return False
     mine = {threading.current_thread(), threading.main_thread()}
     return all(t in mine or t.name in SAFE_THREADS for t in threading.enumerate())
-
-
-def _child(fd: int, parse, args) -> None:
-    status = 1
-    try:
-        sys.stdout = sys.stderr = open(os.devnull, "w")   # the parent's may be locked
-        _limit()
-        try:
-            out = ("ok", parse(*args))
-        except MemoryError:
-            out = ("memory", None)
-        except BaseException as exc:        # noqa: BLE001 -- raised again in the parent
-            out = ("raise", exc)
-        try:
-            payload = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-        except MemoryError:
-            payload = pickle.dumps(("memory", None))
-        except Exception:                   # noqa: BLE001 -- an exception pickle cannot take
-            payload = pickle.dumps(("raise", RuntimeError(f"{type(out[1]).__name__}: "
-                                                          f"{out[1]}")))
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        status = 0
-    finally:
-        os._exit(status)
 
 
 def _limit() -> None:
