@@ -94,6 +94,14 @@ COPIES = 2.0                   # quantised copies of a linear weight: for the GE
 #                                transpose (Transformer Engine keeps both, rowwise and columnwise)
 
 
+def may_not_fit(estimate: float, uncertainty: float, capacity: float) -> bool:
+    """Whether a memory estimate that fits may not fit by its stated uncertainty: the estimate
+    plus the uncertainty over the GPU's `capacity` (any one unit; none stated: False). W750
+    tests the estimate alone; `astral forecast` says "may not fit" by this, and `astral search`
+    and `astral sweep --job` flag it `may not`."""
+    return bool(capacity) and estimate + uncertainty > capacity
+
+
 @records.frozen(slots=False)
 class MemoryEstimate:
     stage: int                 # the fullest stage
@@ -140,6 +148,10 @@ class MemoryEstimate:
         if self.activation_peak < self.step_peak:
             return RESERVED_TOLERANCE
         return ACTIVATION_TOLERANCE * (self.activations + self.logits) + RESERVED_TOLERANCE
+
+    def may_not_fit(self, capacity: float) -> bool:
+        """Whether the estimate plus its uncertainty exceeds `capacity` bytes (may_not_fit)."""
+        return may_not_fit(self.total, self.uncertainty, capacity)
 
     @property
     def uncertainty_pct(self) -> float:

@@ -291,7 +291,9 @@ def may_not_fit(row: Dict[str, Any], cap_gb: Optional[float]) -> bool:
     """Whether a configuration that fits by Seer's memory estimate may not fit by its stated
     uncertainty: the estimate plus its uncertainty exceeds the GPU (W750 tests the estimate
     alone; `astral forecast` says "may not fit" beside its memory by this test)."""
-    return bool(cap_gb) and row["memory_gb"] + row["memory_uncertainty_gb"] > cap_gb
+    from astral_dsl.seer.memory import may_not_fit as exceeds
+
+    return exceeds(row["memory_gb"], row["memory_uncertainty_gb"], cap_gb)
 
 
 def _lost(n: int, why: str, bundle):

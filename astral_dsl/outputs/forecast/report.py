@@ -95,8 +95,7 @@ def to_json(fc) -> Dict[str, Any]:
 def may_not_fit(fc) -> bool:
     """The estimate plus its uncertainty over the GPU's memory: the test of `astral search`'s
     "may not fit" (W750 tests the estimate alone)."""
-    cap, mem = fc.lowering.c.gpu.memory, fc.memory
-    return bool(cap) and mem.total + mem.uncertainty > cap
+    return fc.memory.may_not_fit(fc.lowering.c.gpu.memory)
 
 
 def band_text(env) -> str:
