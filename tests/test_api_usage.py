@@ -206,19 +206,9 @@ def test_a_forecast_says_whether_it_may_not_fit_as_the_command_does(tmp_path, ca
     from astral_dsl.cli import main
 
     design = tmp_path / "tight.astral"
-    design.write_text("""\
-import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
-import stdlib.models { Llama3_70B }
-param seq = 8192
-host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
-rack R { hosts = 4 x Node }
-site S { racks = 32 x R }
-job tight {
-  model = Llama3_70B, placement = S, gpus = 128, recompute = selective
-  parallel { tp = 8, pp = 2, dp = 8, sp = true, zero = 1 }
-  batch { global_batch = 128, micro = 2, seq = seq }
-}
-""", encoding="utf-8")
+    from jobtext import TIGHT
+
+    design.write_text(TIGHT, encoding="utf-8")
     ws = astral_dsl.compile(design)
     for seq, expected in ((4096, False), (8192, True)):
         fc = astral_dsl.forecast(ws.with_params(seq=seq), job="tight")

@@ -21,6 +21,7 @@ from astral_dsl.explore import point, sweep
 from astral_dsl.explore.engines import LocalEngine
 from astral_dsl.outputs.pareto import front
 from astral_dsl.outputs.size_report import size_summary
+from jobtext import TIGHT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -564,21 +565,6 @@ def test_an_import_outside_the_project_is_refused_as_check_refuses_it(project, t
     codes = [d.code for d in result.base.diagnostics if d.is_error]
     assert codes == [d.code for d in cli_checked(str(root / "main.astral"), {}).diagnostics
                      if d.is_error] == ["E207"]
-
-
-TIGHT = """\
-import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
-import stdlib.models { Llama3_70B }
-param seq = 8192
-host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
-rack R { hosts = 4 x Node }
-site S { racks = 32 x R }
-job tight {
-  model = Llama3_70B, placement = S, gpus = 128, recompute = selective
-  parallel { tp = 8, pp = 2, dp = 8, sp = true, zero = 1 }
-  batch { global_batch = 128, micro = 2, seq = seq }
-}
-"""
 
 
 def test_a_point_that_may_not_fit_says_so_as_forecast_and_search_do(tmp_path, capsys):
