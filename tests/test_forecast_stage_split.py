@@ -72,6 +72,16 @@ def _stages_lines(text: str) -> list:
     return out
 
 
+def _stages_text(fc) -> str:
+    """The forecast's `stages` line and its continuations, as one line of single spaces."""
+    return " ".join(" ".join(_stages_lines(render(fc))).split())
+
+
+def _split(fc) -> dict:
+    """The forecast's JSON `parallelism.stage_split`."""
+    return to_json(fc)["parallelism"]["stage_split"]
+
+
 def test_runs_write_a_list_as_the_language_does():
     assert runs([11, 12, 12, 12, 12, 12, 12, 11]) == "[11, 6 x 12, 11]"
     assert runs([3, 4, 4, 2]) == "[3, 2 x 4, 2]"
@@ -81,7 +91,7 @@ def test_runs_write_a_list_as_the_language_does():
 def test_an_even_split_has_no_stages_line_and_says_even_in_json():
     fc = _forecast()                          # 32 layers on 4 stages: 8 each
     assert _stages_lines(render(fc)) == []
-    split = to_json(fc)["parallelism"]["stage_split"]
+    split = _split(fc)
     assert split == {"layers": [8, 8, 8, 8], "chunks": None, "source": "even", "rule": None,
                      "embedding_stage": 0, "output_stage": 3, "mtp_layers": 0}
 
@@ -90,12 +100,12 @@ def test_a_derived_split_is_shown_with_its_rule():
     # 30 layers on 4 stages: Megatron-Core's split counts the embedding and the loss as a layer
     # each: 32 = 4 x 8 -> 8 each, less one on the first and the last: 7, 8, 8, 7
     fc = _forecast("odd")
-    text = " ".join(" ".join(_stages_lines(render(fc))).split())
+    text = _stages_text(fc)
     assert text == ("stages layers [7, 2 x 8, 7], embedding on stage 0, output layer on stage 3 "
                     "(derived: Megatron-Core's split, the embedding and the loss counted as a "
                     "layer each on the first and the last stage, all as evenly as possible, the "
                     "remainder on the first stages)")
-    split = to_json(fc)["parallelism"]["stage_split"]
+    split = _split(fc)
     assert split["layers"] == [7, 8, 8, 7] and split["chunks"] is None
     assert (split["source"], split["rule"]) == ("derived", "megatron")
 
@@ -105,13 +115,13 @@ def test_an_interleaved_derived_split_gives_each_chunk_in_model_order():
     # less one on the first and the last: [2, 3 x 9, 2, 1] in model order; stage i holds virtual
     # stages i, i + 4, i + 8: [2, 3, 3], [3, 3, 3], [3, 3, 2], [3, 3, 1]
     fc = _forecast(virtual_stages=3, schedule="interleaved")
-    text = " ".join(" ".join(_stages_lines(render(fc))).split())
+    text = _stages_text(fc)
     assert text.startswith("stages layers [8, 9, 8, 7] in chunks [2, 9 x 3, 2, 1] (model "
                            "order), embedding on stage 0, output layer on stage 3 (derived: "
                            "Megatron-Core's split")
     assert text.endswith("the first and the last virtual stage, all as evenly as possible, the "
                          "remainder on the first virtual stages)")
-    split = to_json(fc)["parallelism"]["stage_split"]
+    split = _split(fc)
     assert split["chunks"] == [[2, 3, 3], [3, 3, 3], [3, 3, 2], [3, 3, 1]]
     assert split["layers"] == [8, 9, 8, 7]
     # the lowering's chunks are those shown: (first layer, count), chunk-major model order
@@ -122,12 +132,12 @@ def test_nemo_automodel_split_counts_neither_embedding_nor_head():
     # 32 layers on 12 virtual stages: 32 // 12 = 2, 32 % 12 = 8 -> [8 x 3, 4 x 2]; stage i holds
     # virtual stages i, i + 4, i + 8: [3, 3, 2] each
     fc = _forecast(virtual_stages=3, schedule="interleaved", framework="automodel")
-    text = " ".join(" ".join(_stages_lines(render(fc))).split())
+    text = _stages_text(fc)
     assert text == ("stages layers [4 x 8] in chunks [8 x 3, 4 x 2] (model order), embedding "
                     "on stage 0, output layer on stage 3 (derived: NeMo AutoModel's split, the "
                     "embedding and the head not counted as layers, one more layer on each of "
                     "the first 8 virtual stages)")
-    split = to_json(fc)["parallelism"]["stage_split"]
+    split = _split(fc)
     assert (split["source"], split["rule"]) == ("derived", "automodel")
     assert split["chunks"] == [[3, 3, 2]] * 4
 
@@ -136,10 +146,10 @@ def test_a_stated_layout_says_so():
     # stage i holds virtual stages i, i + 4, i + 8: [4, 3, 3], [3, 3, 2], [3, 3, 1], [3, 3, 1]
     fc = _forecast(layout=[4, 3, 3, 3, 3, 3, 3, 3, 3, 2, 1, 1], virtual_stages=3,
                    schedule="interleaved")
-    text = " ".join(" ".join(_stages_lines(render(fc))).split())
+    text = _stages_text(fc)
     assert text == ("stages layers [10, 8, 2 x 7] in chunks [4, 8 x 3, 2, 2 x 1] (model order), "
                     "embedding on stage 0, output layer on stage 3 (stated: `layout`)")
-    split = to_json(fc)["parallelism"]["stage_split"]
+    split = _split(fc)
     assert split["source"] == "layout" and split["rule"] is None
     assert split["chunks"] == [[4, 3, 3], [3, 3, 2], [3, 3, 1], [3, 3, 1]]
 
@@ -149,10 +159,10 @@ def test_stated_stages_with_mtp_on_the_last_stage():
     # lowering's last chunk holds 7 + 1, the split shows the model's 7 and the MTP layer apart
     fc = _forecast("mtp")
     assert fc.lowering.chunks[3] == ((25, 8),)
-    text = " ".join(" ".join(_stages_lines(render(fc))).split())
+    text = _stages_text(fc)
     assert text == ("stages layers [9, 2 x 8, 7], embedding on stage 0, output layer and 1 MTP "
                     "layer on stage 3 (stated: `stages`)")
-    split = to_json(fc)["parallelism"]["stage_split"]
+    split = _split(fc)
     assert split["layers"] == [9, 8, 8, 7] and split["mtp_layers"] == 1
     assert split["source"] == "stages"
 
@@ -167,7 +177,7 @@ def test_the_stages_line_is_wrapped_without_breaking_a_list():
 def test_the_split_docs_seer_quotes_is_the_forecasts():
     # Qwen3 235B-A22B's 94 layers on 8 stages: 96 = 8 x 12, less one on the first and the last
     fc = _forecast("qwen")
-    assert to_json(fc)["parallelism"]["stage_split"]["layers"] == [11] + [12] * 6 + [11]
+    assert _split(fc)["layers"] == [11] + [12] * 6 + [11]
     block = "\n".join(_stages_lines(render(fc)))
     assert "```\n" + block + "\n```" in (REPO / "docs" / "seer.md").read_text(encoding="utf-8")
     ds = seer.forecast(astral_dsl.load(REPO / "examples" / "gb200_nvl72.astral"),
