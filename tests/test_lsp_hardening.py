@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -28,10 +30,11 @@ SMALL = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 2 x 
 class Client:
     """A JSON-RPC client over the server's stdin/stdout."""
 
-    def __init__(self, cwd: Path, *args: str):
+    def __init__(self, cwd: Path, *args: str, env: Optional[dict] = None):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "astral_dsl.cli", "lsp", "--debounce", "0.05", *args],
-            cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env)
         self.responses: "queue.Queue" = queue.Queue()
         self.notes: list = []
         self.next_id = 1
@@ -100,8 +103,14 @@ class Client:
         raise AssertionError(f"no diagnostics for {uri}")
 
     def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
+        """Ended as an editor ends a server (SIGTERM), so that it cleans up after itself; killed
+        only if it does not end (a kill left a /tmp/pymp-* directory behind each time)."""
+        self.proc.terminate()
+        try:
+            self.proc.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -504,3 +513,31 @@ def test_the_project_scan_does_not_walk_down_the_filesystem_root_or_home(tmp_pat
     assert walked == ["/"]
     analysis.project_files(tmp_path)                    # any other folder is walked down
     assert [Path(f).name for f in walked[1:]] == [tmp_path.name, "home", "deep"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_server_an_editor_ends_by_a_signal_exits_and_leaves_nothing_behind(tmp_path, signum):
+    """An editor closing (SIGTERM) or a terminal hanging up (SIGHUP) ends the server while its
+    thread that reads the input is blocked: it exits at once with 128 + the signal, its worker
+    processes ended and the fork server's socket directory removed. Before, SIGTERM ended it
+    without cleanup, leaving a pymp-* directory in the temporary directory every time (and a
+    SIGTERM that only raised SystemExit hung: pygls waited for the blocked reader)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    (tmp_path / "astral.toml").write_text("")
+    client = Client(tmp_path, env=dict(os.environ, TMPDIR=str(temp)))
+    try:
+        assert "result" in client.request("initialize", {
+            "processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}})
+        client.notify("initialized", {})
+        uri = (tmp_path / "main.astral").as_uri()
+        client.open(uri, SMALL)
+        client.published(uri)                       # a worker of the fork server analysed it
+        assert [p.name for p in temp.iterdir() if p.name.startswith("pymp-")]
+        client.proc.send_signal(signum)
+        assert client.proc.wait(WAIT) == 128 + signum
+    finally:
+        if client.proc.poll() is None:
+            client.proc.kill()
+            client.proc.wait()
+    assert list(temp.iterdir()) == []

@@ -18,5 +18,4 @@ def register(sub) -> None:
 def run(args, overrides) -> int:
     from astral_dsl.lsp.server import serve
 
-    serve(debounce=args.debounce, timeout=args.timeout)
-    return 0
+    return serve(debounce=args.debounce, timeout=args.timeout)

@@ -46,6 +46,19 @@ class AstralServer(LanguageServer):
         self.analysed = False                           # the first analysis has finished
         self.files = 0        # counts opened, closed, saved and changed-on-disk files (stale())
         self.shown: Dict[str, Tuple[Optional[int], tuple]] = {}   # uri -> published (version, diagnostics)
+        self.ending: Optional[int] = None      # the signal that is ending the server (server.py)
+
+    def shutdown(self) -> None:
+        """pygls' shutdown, except when a signal ends the server: then its thread that reads
+        the input, blocked in a read nothing will answer, is not waited for (pygls joined it,
+        and the server hung)."""
+        if self.ending is None:
+            super().shutdown()
+            return
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._thread_pool:
+            self._thread_pool.shutdown(wait=False)
 
     def document(self, uri: str):
         """The open document `uri` (never a file read from disk for an unknown URI)."""

@@ -33,7 +33,9 @@ the answers of its requests features.py's."""
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+from typing import NoReturn
 
 from lsprotocol import types as lsp
 
@@ -167,7 +169,9 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
     return server
 
 
-def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> None:
+def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> int:
+    """Serve until the client's `exit` or the end of its input (0), or a signal of ENDING
+    (the process exits with 128 + its number)."""
     from astral_dsl.stdio import detach_stdout
 
     logging.basicConfig(level=logging.WARNING)
@@ -181,7 +185,45 @@ def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> None:
 
     server = build(debounce, timeout)
     server.checker.warm()          # after the detach: the workers' standard output is stderr
+    previous = _end_on(ENDING, server)
     try:
         server.start_io(transport.BoundedInput(sys.stdin.buffer), protocol)
     finally:
         server.checker.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if server.ending is not None:
+        _leave(server.ending)
+    return 0
+
+
+# what an editor or a closed terminal sends a server it ends: each ends this one as the end of
+# its input would, its worker processes ended and the fork server's socket directory removed
+# (before, every server ended so left a /tmp/pymp-* behind, and its workers to the fork server)
+ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _end_on(signals, server) -> dict:
+    """Handle each of `signals` by ending `server` (SystemExit in the main thread, on which pygls
+    stops), noting the signal; returns the handlers it replaced."""
+    def end(signum, frame):
+        server.ending = signum
+        raise SystemExit(128 + signum)
+
+    return {signum: signal.signal(signum, end) for signum in signals}
+
+
+def _leave(signum: int) -> NoReturn:
+    """Exit at once with the status a shell gives a command ended by `signum`: the thread that
+    reads the input is blocked in a read that will not return, and a normal exit waits for it.
+    What a normal exit would clean up is cleaned here: the fork server's directory (its
+    workers were ended by Checker.close; the fork server ends when this process does)."""
+    import multiprocessing.util
+    import os
+    import shutil
+
+    logging.shutdown()
+    # the fork server's listening socket is in this process's multiprocessing directory
+    shutil.rmtree(multiprocessing.util.get_temp_dir(), ignore_errors=True)
+    sys.stderr.flush()
+    os._exit(128 + signum)
