@@ -135,3 +135,41 @@ def test_the_api_sweep_forecasts_with_the_fit(fit):
 
     with pytest.raises(SweepError, match="give the job too"):
         astral_dsl.sweep(SINGLE_POD, grid, workers=1, calibration=fit)
+
+
+def _copy(tmp_path: Path, name: str, **changes) -> Path:
+    """fit.json copied with `changes` (None: the key removed)."""
+    from astral_dsl.seer.calibration import shipped_document
+
+    doc = {k: v for k, v in dict(shipped_document(), **changes).items() if v is not None}
+    path = tmp_path / name
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_a_copy_of_the_shipped_fit_with_a_band_or_a_range_changed_is_not_it(tmp_path):
+    """Equal constants are not the shipped fit when the bands or ranges, which set a forecast's
+    band, regime and W759, differ: each message then names the copy, as for any fit of one's own;
+    an unchanged copy still is the shipped fit."""
+    from astral_dsl.seer.calibration import read_calibration, shipped, shipped_document
+
+    doc = shipped_document()
+    same = read_calibration(_copy(tmp_path, "same.json"))
+    assert same == shipped() and same.source != shipped().source
+    wider = dict(doc["ranges"], gpus=[1, 1 << 20])
+    star = dict(doc["bands"]["*"], high=doc["bands"]["*"]["high"] + 0.01)
+    for name, changes in (("no-ranges.json", {"ranges": None}),
+                          ("ranges.json", {"ranges": wider}),
+                          ("no-bands.json", {"bands": {}}),
+                          ("band.json", {"bands": dict(doc["bands"], **{"*": star})})):
+        cal = read_calibration(_copy(tmp_path, name, **changes))
+        assert cal.values() == shipped().values() and cal != shipped(), name
+    # `forecast --calibration`: W759 and W753 name the copy, not the shipped fit
+    path = _copy(tmp_path, "no-ranges.json", ranges=None)
+    r = astral("forecast", SINGLE_POD, "--calibration", path)
+    assert f"the calibration `{path}` records no ranges" in r.stdout
+    assert "the shipped fit records no ranges" not in r.stdout
+    path = _copy(tmp_path, "no-bands.json", bands={})
+    r = astral("forecast", SINGLE_POD, "--calibration", path)
+    assert f"the calibration `{path}` records no error bands: fit it again" in r.stdout
+    assert "forecast with `--calibration`" not in r.stdout

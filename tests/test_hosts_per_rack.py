@@ -237,3 +237,65 @@ def test_a_job_that_does_not_fit_the_racks_share_is_e755():
     assert d.code == "E755" and d.message == (
         "job `two` needs 64 GPUs but the first host of each rack of its placement `S` hold "
         "32 (`hosts_per_rack = 1`)")
+
+
+SPARE = """\
+import stdlib.hardware { H100_SXM, CX7_400G, QM9700_NDR, HGX8 }
+import stdlib.models { Llama3_8B }
+host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
+rack R { hosts = 4 x Node }
+fabric F {
+  rails = 8, planes = 1, max_oversubscription = 1
+  tier leaf { switch = QM9700_NDR, scope = site, per = [rail], down = 8 x 400 Gb/s,
+    up = 8 x 400 Gb/s }
+  tier spine { switch = QM9700_NDR, scope = site, down = 16 x 400 Gb/s }
+}
+site S { racks = 4 x R, fabric = F }
+""" + "".join(_job(name, "gpus = 64" + extra, "tp = 8, pp = 1, dp = 8",
+                   "global_batch = 64, micro = 1, seq = 8192")
+              for name, extra in (("three", ", hosts_per_rack = 3"), ("packed", "")))
+
+
+def test_a_leaf_over_racks_holds_the_spare_hosts_ports_in_seer_as_in_the_rank_map():
+    """A leaf per rail over the site's 16 hosts, 8 down ports: hosts 0-7 (racks 0 and 1) on
+    leaf 0, 8-15 on leaf 1, the job's or not. With 3 of each rack's 4 hosts the job has 6 on
+    leaf 0 (0-2, 4-6) and its 7th and 8th (8, 9) on leaf 1: Seer's leaf reaches 6 of its hosts,
+    as the rank map puts them, not 8 (down ports / ports per host, which counted the spare
+    hosts' ports as the job's), so its DP group of 8 hosts climbs to the spine in both;
+    packed, 8 hosts under leaf 0 in both."""
+    from collections import Counter
+
+    ws = astral_dsl.compiles(SPARE, name="spare.astral", root=REPO)
+    sizes = {"tp": 8, "cp": 1, "ep": 1, "dp": 8, "pp": 1}
+    for job, reach, on_leaves, hops, climbs in (
+            ("three", 6, [6, 2], 3, ("S.fabric.spine",)), ("packed", 8, [8], 1, ())):
+        fc = astral_dsl.forecast(ws, job=job).detail
+        assert [(t.name, t.reach_hosts) for t in fc.net.tiers][0] == ("leaf", reach), job
+        assert groups(fc.job, fc.net)["dp"].hops == hops, job
+        rm = _map(ws, job, sizes)
+        per_leaf = Counter(rm.ranks[r].ports[0].switch for r in range(0, 64, 8))
+        assert sorted(per_leaf.values(), reverse=True) == on_leaves, job
+        assert max(per_leaf.values()) == reach
+        assert rm.path(rm.groups["dp"][0].ranks).tiers == climbs, job
+
+
+def test_fill_counts_whole_hosts_on_a_switch_the_spare_ones_taking_ports():
+    """fabric_names.fill: 4 ports a host on one group, 18 down ports: 4 hosts whole on a
+    switch (host 4's ports 16-19 straddle switches 0 and 1); 4 racks of 18 trays under leaves
+    of 32 down ports, 16 trays of each counted: 30 on leaf 0 (rack 0's 16, rack 1's 0-13), 28
+    on leaf 1, 6 on leaf 2; hosts that differ (runs): each with its own ports."""
+    from astral_dsl.analyses.fabric_names import PortPlace, Runs, fill
+
+    four = PortPlace(0, 0, 0, 0, 0, 4)
+    one = PortPlace(0, 0, 0, 0, 0, 1)
+    assert fill(18, four, 18) == 4 and fill(3, four, 18) == 3
+    sixteen = counter([(r * 18, r * 18 + 16) for r in range(4)])
+    assert fill(72, one, 32) == 32 and fill(72, one, 32, counted=sixteen) == 30
+    assert fill(72, one, 32, counted=lambda a, b: sixteen(a, b) if a >= 32 else 0) == 28
+    # 2 hosts of 1 port, then 3 of 2 ports, 4 down ports: switch 0 holds ports 0-3 (hosts 0,
+    # 1 and 2), switch 1 ports 4-7 (hosts 3 and 4 whole)
+    wire = (1, 1, False, False)
+    runs = Runs((0, 2), (2, 3), ({}, {(None, None): 2}), ({(None, None): 1},
+                                                         {(None, None): 2}), ((), ()))
+    assert fill(5, one, 4, runs, wire) == 3
+    assert fill(5, one, 4, runs, wire, counted=lambda a, b: int(a >= 3)) == 2

@@ -584,7 +584,7 @@ def test_ctrl_c_while_the_workers_read_stops_them_at_once(monkeypatch):
     monkeypatch.setattr(load, "read_file", _read_slowly_or_interrupt)    # forked: inherited
     # the pool even where another test left a thread running (a process with threads reads
     # in itself: forking it is what the engines' pools do regardless)
-    monkeypatch.setattr(load.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(load.budget, "fork_safe", lambda: True)
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         load._read_all(["a.slow", "b"], workers=2)
@@ -593,6 +593,83 @@ def test_ctrl_c_while_the_workers_read_stops_them_at_once(monkeypatch):
     while multiprocessing.active_children() and time.monotonic() - start < 30:
         time.sleep(0.05)
     assert multiprocessing.active_children() == []
+
+
+def _where_read(path):
+    import sys
+
+    return os.getpid(), sys.stderr.name
+
+
+def test_the_readers_fork_beside_the_progress_line_and_never_write_its_stderr(monkeypatch):
+    """`diagnose --jobs N` on a terminal: its progress line's thread (astral-progress) ran,
+    and a process running threads read its files in itself, one by one. It may now fork the
+    readers (budget.SAFE_THREADS), which start with their stderr on /dev/null (budget.quiet);
+    a thread of another name still keeps the reads here."""
+    import importlib
+    import threading
+
+    load = importlib.import_module("astral_dsl.observe.load")
+    monkeypatch.setattr(load, "read_file", _where_read)      # forked: inherited
+    for name, forked in (("astral-progress", True), ("another", False)):
+        stop = threading.Event()
+        thread = threading.Thread(target=stop.wait, name=name, daemon=True)
+        thread.start()
+        # the threads are this one and `thread` (another test may have left one running)
+        monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread(),
+                                                            thread])
+        try:
+            read = load._read_all(["a", "b", "c", "d"], workers=2)
+        finally:
+            monkeypatch.undo()
+            monkeypatch.setattr(load, "read_file", _where_read)
+            stop.set()
+            thread.join()
+        pids = {pid for pid, _ in read}
+        assert (os.getpid() not in pids) == forked, name
+        here = _where_read("")[1]                 # this process's stderr (pytest's)
+        assert {where for _, where in read} == ({os.devnull} if forked else {here}), name
+
+
+_BUSY_STDERR = """
+import importlib, os, sys, threading, time
+load = importlib.import_module("astral_dsl.observe.load")
+def busy():                               # a progress line that writes all the time
+    while True:
+        sys.stderr.write("x" * 65536)
+        sys.stderr.flush()
+threading.Thread(target=busy, name="astral-progress", daemon=True).start()
+time.sleep(0.2)
+def where(path):
+    return os.getpid()
+load.read_file = where
+pids = {pid for pid in load._read_all(["a", "b", "c", "d"], workers=2)}
+print(os.getpid() not in pids, flush=True)
+os._exit(0)
+"""
+
+
+def test_a_reader_forked_while_the_progress_line_writes_does_not_hang():
+    """A reader forked while the progress thread held stderr's lock (a buffered stderr, no
+    PYTHONUNBUFFERED) waited for it for ever when it flushed stderr as it exited, and the pool
+    with it (9 runs of 10 hung before the readers' stderr was /dev/null): they end."""
+    import subprocess
+    import sys
+    import threading
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    p = subprocess.Popen([sys.executable, "-c", _BUSY_STDERR], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, start_new_session=True)
+    threading.Thread(target=lambda: [None for _ in iter(lambda: p.stderr.read(1 << 16), b"")],
+                     daemon=True).start()
+    try:
+        assert p.wait(timeout=60) == 0
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        p.wait()
+        raise AssertionError("the readers hung on the stderr the progress thread held")
+    assert p.stdout.read() == b"True\n"          # read in the forked readers
 
 
 def test_a_fifo_swapped_in_after_the_check_does_not_block(tmp_path):

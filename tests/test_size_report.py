@@ -445,6 +445,24 @@ def test_the_battery_column_gives_what_is_installed_beside_what_is_needed(refere
     assert _battery(Declared) == "needs 315 Ah"
 
 
+def test_a_rectifier_that_states_no_modules_reads_as_a_battery_that_states_no_capacity(
+        reference, summary):
+    """The reference's row rectifier states no `modules`: its column gave the bare need (`15`),
+    read as modules installed, beside the battery's `needs N Ah`; it now says `needs 15`, and
+    a rectifier that states them `installed (needs N)`, as the JSON's two keys have it."""
+    text = render_report(reference.design, reference.engineering, width=200)
+    hvdc = next(f for f in summary["feeder_list"] if f["path"] == "Astral.pods[0].rows[0].hvdc")
+    assert (hvdc["rectifier_modules"], hvdc["rectifier_modules_needed"]) == (None, 15)
+    row = next(line for line in text.splitlines()
+               if line.lstrip().startswith("Astral.pods[0].rows[0].hvdc ") and " Ah" in line)
+    assert " needs 15  1,140 Ah (needs 1,133)" in row, row
+    from astral_dsl.outputs.size_report import _modules
+
+    class Stated:
+        rectifier_modules, rectifier_modules_needed = 1200, 1150
+    assert _modules(Stated) == "1,200 (needs 1,150)"
+
+
 def test_a_cdu_that_states_no_power_is_not_counted_as_a_0_w_draw(summary, tmp_path):
     """The stdlib's generic `CDU` states no `power` (its own draw besides the loop's pumps,
     which the pumps' line counts): the loop's JSON has null, not 0 kW, and the facility table

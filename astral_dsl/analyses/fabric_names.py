@@ -13,7 +13,7 @@ every level needed to make them unique:
     <end> -- <end>                                      a link, named by its two ends
 
 Wiring (network.py's rules, and the one place that computes them for sizing, the rank map, the
-rack view, the cables and the failures): NIC k is on rail k mod R, port j on plane j mod P
+rack view, the cables, the failures and Seer's first-tier reach, `fill`): NIC k is on rail k mod R, port j on plane j mod P
 (`wiring`). A host puts `count` ports on each first-tier group (its rail and plane when the tier
 is split by them), which need not be the same for every group (3 NICs on 2 rails: 2 on rail 0, 1
 on rail 1); the hosts of the tier's scope fill the group's down ports in host order, each host
@@ -234,6 +234,37 @@ def hosts_on(switch: int, port: PortPlace, down_ports: int,
     return first(switch * down_ports), first((switch + 1) * down_ports)
 
 
+def fill(hosts: int, port: PortPlace, down_ports: int, runs: Optional[Runs] = None,
+         wire: Optional[Wire] = None, counted: Optional[Callable[[int, int], int]] = None,
+         limit: int = 1 << 16) -> int:
+    """The most hosts one first-tier switch holds whole (every port of theirs on `port`'s
+    group on it, as `place` puts them: the rank map's wiring) among the `hosts` hosts of one
+    scope instance (positions from 0), each of them taking its ports, those a job leaves
+    included; `counted(a, b)`: how many of positions [a, b) count (default: all); `runs`
+    (host_runs, with its `wire`): the scope's hosts when they differ, then host by host (the
+    first `limit`), each with its own ports on the group."""
+    if down_ports <= 0 or port.count <= 0 or hosts <= 0:
+        return 0
+    if runs is None and counted is None:     # switch 0 holds as many whole as any
+        return min(hosts, down_ports // port.count)
+    count = counted or (lambda a, b: b - a)
+    if runs is None:                     # alike hosts: each switch's whole hosts at once
+        first, last = port._replace(index=0), port._replace(index=port.count - 1)
+        most = 0
+        for s in range(-(-hosts * port.count // down_ports)):
+            a = hosts_on(s, first, down_ports)[0]
+            b = min(hosts, hosts_on(s, last, down_ports)[1])
+            most = max(most, count(a, b) if b > a else 0)
+        return most
+    key, on = group_key(port, wire), {}
+    for i in range(min(hosts, limit)):
+        c = runs.counts[runs.at(i)].get(key, 0)
+        at = runs.before(i, key)
+        if c and at // down_ports == (at + c - 1) // down_ports and count(i, i + 1):
+            on[at // down_ports] = on.get(at // down_ports, 0) + 1
+    return max(on.values(), default=0)
+
+
 def ports_on(area: Tuple[int, int], switch: int, down: int, rails, planes,
              places: Sequence[PortPlace], runs: Optional[Runs],
              wire: Wire) -> List[Tuple[Tuple[int, int], int, int]]:
@@ -274,7 +305,8 @@ def _on_switch(area, switch: int, down: int, rails, planes, places, span, offset
     return out
 
 
-__all__ = ["LINK", "PortPlace", "Runs", "TierKey", "Wire", "busiest", "group_key", "group_ports",
+__all__ = ["LINK", "PortPlace", "Runs", "TierKey", "Wire", "busiest", "fill", "group_key",
+           "group_ports",
            "host_runs",
            "hosts_on", "link_name", "own_switches", "place", "port_label", "port_name",
            "ports_before", "ports_on", "wiring"]

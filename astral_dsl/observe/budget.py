@@ -83,10 +83,17 @@ def bounded(parse: Callable[..., T], *args, handed: list) -> T:
 
 
 def _start() -> None:
-    """The child's start: nothing written where the parent's streams may be locked, and its
-    memory bounded (_limit)."""
-    sys.stdout = sys.stderr = open(os.devnull, "w")
+    """The child's start: nothing written where the parent's streams may be locked (quiet),
+    and its memory bounded (_limit)."""
+    quiet()
     _limit()
+
+
+def quiet() -> None:
+    """A forked child's start (this one's, and load.py's readers'): its stdout and stderr new,
+    on /dev/null, so that it never writes, nor flushes when it exits, the parent's, whose lock
+    a thread of SAFE_THREADS may have held at the fork."""
+    sys.stdout = sys.stderr = open(os.devnull, "w")
 
 
 def _run():
@@ -98,19 +105,25 @@ def _run():
         return "memory", None
 
 
-# threads known to take no lock the child needs: `astral diagnose`'s progress line on a terminal
-# (outputs/progress.py) writes to stderr under its lock, and the child writes nowhere but its
-# pipe (its stdout and stderr are new, on /dev/null)
+# threads known to take no lock a child needs: `astral diagnose`'s progress line on a terminal
+# (outputs/progress.py) writes to stderr under its lock, and a child (this one, load.py's
+# readers) writes nowhere but its pipe (its stdout and stderr are new, on /dev/null: quiet)
 SAFE_THREADS = ("astral-progress",)
 
 
 def _can_fork() -> bool:
     """Whether a child can be forked safely: no thread runs but the caller's, the main thread
-    (which waits for it, load.read_file) and SAFE_THREADS; another could hold a lock the child
-    would wait for."""
+    (which waits for it, load.read_file) and SAFE_THREADS (fork_safe)."""
     if not hasattr(os, "fork") or not os.path.exists("/proc/self/statm"):
         return False
-    mine = {threading.current_thread(), threading.main_thread()}
+    return fork_safe(threading.main_thread())
+
+
+def fork_safe(*waiting: threading.Thread) -> bool:
+    """Whether no thread runs but the caller's, `waiting` (threads that wait for the child)
+    and SAFE_THREADS: another could hold a lock a forked child would wait for. A child forked
+    so starts with `quiet`."""
+    mine = {threading.current_thread(), *waiting}
     return all(t in mine or t.name in SAFE_THREADS for t in threading.enumerate())
 
 
@@ -130,4 +143,4 @@ def _limit() -> None:
     limit_memory(BUDGET)
 
 
-__all__ = ["BUDGET", "FROM_BYTES", "OverBudget", "bounded"]
+__all__ = ["BUDGET", "FROM_BYTES", "OverBudget", "bounded", "fork_safe", "quiet"]

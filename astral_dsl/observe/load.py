@@ -145,18 +145,19 @@ def _read_all(files: List[str], workers: Optional[int]):
         workers = cores() if len(files) >= PARALLEL_FROM else 1
     workers = min(workers, len(files))
     # forked workers need nothing re-imported (spawned ones would re-run a caller's unguarded
-    # script); a process running threads is not forked
-    if workers > 1 and threading.active_count() == 1 and \
+    # script); a process running threads is not forked, but for `diagnose`'s progress line on
+    # a terminal (budget.SAFE_THREADS: the workers never write the stderr it holds the lock of)
+    if workers > 1 and budget.fork_safe() and \
             "fork" in multiprocessing.get_all_start_methods():
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
-        from astral_dsl.pools import terminate, worker_started
+        from astral_dsl.pools import terminate
 
         try:
             ctx = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                     initializer=worker_started) as pool:
+                                     initializer=_reader_started) as pool:
                 try:
                     return list(pool.map(read_file, files,
                                          chunksize=max(1, len(files) // (4 * workers))))
@@ -166,6 +167,15 @@ def _read_all(files: List[str], workers: Optional[int]):
         except (BrokenProcessPool, OSError, RuntimeError):
             pass                      # no processes to be had here: read them in this one
     return [read_file(f) for f in files]
+
+
+def _reader_started() -> None:
+    """A reader's start: Ctrl-C left to the parent (pools.worker_started), and its stdout and
+    stderr its own (budget.quiet)."""
+    from astral_dsl.pools import worker_started
+
+    worker_started()
+    budget.quiet()
 
 
 _OBSERVED_NAME = re.compile(r"(rank[-_]?\d+)|(\.(json|json\.gz|gz|csv|jsonl|ndjson)$)",

@@ -261,11 +261,13 @@ def _battery(f) -> str:
 
 
 def _modules(f) -> str:
+    """The rectifier's modules beside what the load needs, as `_battery` gives the battery's:
+    `9 (needs 9)`; `needs 15` when it states no `modules`."""
     if f.rectifier_modules_needed is None:
         return "-"
     if f.rectifier_modules is None:
-        return str(f.rectifier_modules_needed)
-    return f"{f.rectifier_modules} (needs {f.rectifier_modules_needed})"
+        return f"needs {f.rectifier_modules_needed:,}"
+    return f"{f.rectifier_modules:,} (needs {f.rectifier_modules_needed:,})"
 
 
 def bom_lines(fabric) -> List[str]:

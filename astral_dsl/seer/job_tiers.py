@@ -1,12 +1,13 @@
 """The job's hosts in its fabric and the fabric's tiers as the job sees them (seer/cluster.py):
 the hosts of a placement, numbered in one replica of the fabric's owner (the first GPUs of the
 placement; with `hosts_per_rack`, the first hosts of each rack: analyses/job_racks.py), and per
-tier the hosts under one of its groups in the scope instances the job's hosts are in."""
+tier the hosts under one of its groups in the scope instances the job's hosts are in (under
+one first-tier switch: those whose ports the rank map's wiring puts on it, fabric_names.fill)."""
 from __future__ import annotations
 
 from typing import List, Optional
 
-from astral_dsl.analyses.fabric_names import busiest, wiring
+from astral_dsl.analyses.fabric_names import busiest, fill, host_runs, wiring
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, path_steps, \
     route_below
 from astral_dsl.analyses.job_racks import counter, hosts_per_rack, positions_of
@@ -89,6 +90,38 @@ def _reach_of_job(kinds, spans) -> Optional[int]:
     return fewest
 
 
+def _switch_reach(owner, t, fabric, layout: List[int], spans, cache) -> Optional[int]:
+    """The hosts under one first-tier switch where the job runs: per scope instance of the
+    tier holding the job's hosts, the most of them one switch of the busiest group (rail 0,
+    plane A) holds whole, every host of the scope taking its ports in order, those the job
+    leaves (`hosts_per_rack`'s spare trays) too (fabric_names.fill: where the rank map puts
+    them); the fewest over those instances, as _reach_of_job. None: the job's hosts are in
+    none. At most 4,096 instances are looked at, and once those counted host by host or
+    switch by switch (spare hosts, hosts that differ) hold 65,536 hosts, no more."""
+    where, hosts, every = spans
+    wire = (fabric.rails, fabric.planes, "rail" in t.per, "plane" in t.per)
+    places = wiring(layout, *wire)
+    if not places:
+        return None
+    port = next(p for p in places if p.count == busiest(places))
+    kinds = None if t.scope == owner.kind else kinds_of(t.scope)
+    fewest, seen, work = None, 0, 0
+    for a, b in hosts:
+        x = a
+        while x < b and seen < (1 << 12) and work <= (1 << 16):
+            found = (owner, (0, where.total)) if kinds is None else where.instance_at(kinds, x)
+            if found is None:
+                break
+            inst, (lo, hi) = found
+            counted = None if every is None else (lambda i, j, lo=lo: every(lo + i, lo + j))
+            runs = host_runs(inst, wire, cache)
+            n = fill(hi - lo, port, t.down_ports, runs, wire, counted)
+            fewest = n if fewest is None else min(fewest, n)
+            work += hi - lo if runs is not None or counted is not None else 0
+            seen, x = seen + 1, max(hi, x + 1)
+    return fewest
+
+
 def loaded(t) -> float:
     """A tier's oversubscription as its switches are loaded: the ratio of its ports (down to
     up, over the share of the tier above a scenario leaves) times the share of its down ports
@@ -123,11 +156,14 @@ def tiers_of(design, fabric, layout: List[int], job_hosts, cache, spans=None) ->
         else:
             reach = job_hosts
         if i == 0 and t.down_ports:
-            # the hosts under one first-tier switch of the busiest group (rail 0, plane A: NICs
-            # that split unevenly over the rails put more there, fabric_names.wiring)
-            per_group = max(1, busiest(wiring(layout, fabric.rails, fabric.planes,
-                                              "rail" in t.per, "plane" in t.per)))
-            reach = min(reach, t.down_ports // per_group) or 1
+            whole = _switch_reach(owner, t, fabric, layout, spans, cache) \
+                if spans is not None and owner is not None else None
+            if whole is None:
+                # the hosts under one first-tier switch of the busiest group (rail 0, plane A:
+                # NICs that split unevenly over the rails put more there, fabric_names.wiring)
+                whole = t.down_ports // max(1, busiest(wiring(
+                    layout, fabric.rails, fabric.planes, "rail" in t.per, "plane" in t.per)))
+            reach = min(reach, whole) or 1
         out.append(Tier(t.name, max(1, reach), "rail" in t.per, loaded(t)))
     return out
 

@@ -408,7 +408,7 @@ def test_job_memory_moves_with_the_parallel_layout():
     def estimate(**sets):
         design = checked(str(REPO / "examples/explore.astral"), sets).design
         _, spec, cluster = seer.validate_job(design, design.jobs[0])
-        from astral_dsl.explore.margins.limits import _memory_estimate
+        from astral_dsl.explore.margins.memory import _memory_estimate
         return _memory_estimate(spec, cluster)[0]
 
     assert estimate(tp="4") <= 80 * 2**30 < estimate(tp="2")
@@ -671,7 +671,7 @@ def test_the_memory_limit_reads_the_jobs_the_check_validated(monkeypatch):
 
     from astral_dsl import seer
     from astral_dsl.cli.common import checked
-    from astral_dsl.explore.margins.limits import _memory
+    from astral_dsl.explore.margins.memory import job_memory as _memory
 
     path = str(REPO / "examples/explore.astral")
     c = checked(path, {})
@@ -695,7 +695,7 @@ def test_the_memory_limit_reads_the_jobs_the_check_validated(monkeypatch):
     assert _memory(other)[0].lhs != fresh[0].lhs
     # Seer's estimate is made once per job and cluster (equal records): another compile of the
     # same design (a probe of a parameter the job does not read) asks for it again, tp = 4 not
-    from astral_dsl.explore.margins.limits import _memory_estimate
+    from astral_dsl.explore.margins.memory import _memory_estimate
     from astral_dsl.seer import memory
 
     again = checked(path, {})

@@ -6,10 +6,10 @@ now, and under which values of each top-level `param` it holds (`astral check --
     for m in report.margins: m.limit.label, m.limit.margin, [r.phrase() for r in m.ranges]
 
 shadow.py evaluates the design with sympy symbols beside the numbers, limits.py lists the limits
-with both sides, symbolic.py and solve.py derive the ranges (symbolic.py: sympy where the sides
-are algebraic in the parameters, verified against the compiler at a second point; solve.py: a
-numeric bracket otherwise, by secant steps where it can and bisection where it must, marked as
-such)."""
+with both sides (equipment.py a feeder's and a loop's equipment, memory.py each job's memory),
+symbolic.py and solve.py derive the ranges (symbolic.py: sympy where the sides are algebraic in
+the parameters, verified against the compiler at a second point; solve.py: a numeric bracket
+otherwise, by secant steps where it can and bisection where it must, marked as such)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple

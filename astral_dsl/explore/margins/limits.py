@@ -3,13 +3,13 @@ two quantities (each comparison of a conjunction; a truth value as such), and th
 limits (rack and row power limits, feeder capacity in normal operation and with one feeder
 failed, the facility's own feeders included, the transformer stages' rating with the units
 their redundancy leaves in service, CDU capacity with and without a failed CDU, the
-coolant supply against the GPUs' cold plates, fabric oversubscription, the memory of each
-job; equipment.py: batteries, rectifier modules, ampacity, voltage drop, coolant flow). Each
+coolant supply against the GPUs' cold plates, fabric oversubscription; equipment.py:
+batteries, rectifier modules, ampacity, voltage drop, coolant flow; memory.py: the memory of
+each job). Each
 limit is `lhs <= rhs` (or `lhs == rhs`) in SI units, with sympy shadows of both sides when the
 quantities are algebraic in the parameters."""
 from __future__ import annotations
 
-import functools
 from typing import Any, Dict, List, Optional, Tuple
 
 import sympy
@@ -17,9 +17,6 @@ import sympy
 from astral_dsl import records
 from astral_dsl.explore.margins.shadow import OPAQUE, Shadows
 from astral_dsl.units import Quantity, format_number, readable, same_amount
-
-BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
-
 
 @records.frozen
 class Limit:
@@ -95,7 +92,9 @@ def collect(ws, ev: Shadows, checked) -> List[Limit]:
         out.extend(_coolant(eng, checked.design))
         out.extend(loop_flows(eng, checked.design))
         out.extend(_fabrics(eng, checked.design))
-    out.extend(_memory(checked))
+    from astral_dsl.explore.margins.memory import job_memory
+
+    out.extend(job_memory(checked))
     return out
 
 
@@ -349,52 +348,6 @@ def _fabrics(eng, design) -> List[Limit]:
                              f"oversubscription of tier {tc.name} of {fc.fabric}",
                              tc.oversubscription, limit.si, "<=", "", file, line, col))
     return out
-
-
-def _memory(checked) -> List[Limit]:
-    from astral_dsl import seer
-    from astral_dsl.seer.validate_memory import probe_settings
-
-    out = []
-    design = checked.design
-    validated = {id(job): found for job, *found in checked.jobs}   # the check's step 17
-    for job in design.jobs:
-        try:
-            diags, spec, cluster = validated.get(id(job)) or seer.validate_job(design, job)
-        except Exception:  # noqa: BLE001 - a job Seer cannot read has no memory margin
-            continue
-        if spec is None or cluster is None or not cluster.gpu.memory or \
-                any(d.is_error and d.code != "E757" for d in diags):
-            continue
-        total, unc = _memory_estimate(spec, cluster)
-        file, line, col = _where(job.span_of("recompute") or job.span)
-        probed = probe_settings(spec)
-        at = f"; at {', '.join(probed)}, the least memory of what the job leaves to Seer's " \
-             f"rule, as the check measures it (`astral forecast` gives the memory of the " \
-             f"rule's choice)" if probed else ""
-        out.append(Limit(f"memory:{job.template}", "memory",
-                         f"memory per GPU of job {job.template}", total * BITS,
-                         cluster.gpu.memory * BITS, "<=", "GB", file, line, col,
-                         note=f"Seer's estimate (+/- {unc / 1e9:.1f} GB): `astral check` warns "
-                              "(W750) once it is over the GPU's memory and errs (E757) only "
-                              f"beyond its uncertainty{at}"))
-    return out
-
-
-@functools.lru_cache(maxsize=16)
-def _memory_estimate(spec, cluster) -> Tuple[float, float]:
-    """Seer's per-GPU estimate and its uncertainty, as its memory check computes them
-    (validate_memory.memory_check). Kept for the last 16 (job, cluster) pairs (frozen records,
-    compared by value): most of a margins analysis' probes move a parameter the job does not
-    read (a limit, a temperature), and ask again for the same job on the same cluster."""
-
-    from astral_dsl.seer import costs, lower, memory
-    from astral_dsl.seer.validate_memory import memory_probe
-
-    probe = memory_probe(spec)       # the check's: the rule's recompute at full, no offload
-    low = lower.Lowering(probe, costs.Costs.of(probe, cluster.gpu), cluster.net)
-    est = memory.estimate(probe, low.stage_params)
-    return est.total, est.uncertainty          # bytes
 
 
 def by_key(limits: List[Limit]) -> Dict[str, Limit]:

@@ -208,9 +208,18 @@ class Calibration:
     def __setattr__(self, name, value):
         raise AttributeError("a Calibration is immutable")
 
+    def _forecasts(self) -> tuple:
+        """What the forecasts made with it depend on: the constants (their numbers), the runs
+        fitted on, the bands (their trust band and regime) and the ranges (W759): two
+        calibrations alike in these forecast alike, whatever file (`source`) each came from."""
+        ranges = None if self.ranges is None else \
+            {k: tuple(float(x) for x in r) for k, r in self.ranges.items()}
+        return self._values, self.fitted_on, self.bands, ranges
+
     def __eq__(self, other) -> bool:
-        return isinstance(other, Calibration) and self._values == other._values \
-            and self.fitted_on == other.fitted_on
+        # also what calls a fit "the shipped fit" (seer._own): a copy of fit.json with a band or
+        # a range removed or changed is not it
+        return isinstance(other, Calibration) and self._forecasts() == other._forecasts()
 
     def __hash__(self) -> int:
         return hash(tuple(self._values.items()))
