@@ -74,3 +74,13 @@ def test_te_cross_entropy_is_the_cheapest_and_keeps_only_the_logits():
 ])
 def test_which_rows_ran_which_cross_entropy(label, release, loss):
     assert recipe_cross_entropy(label, release)[0] == loss
+
+
+def test_cross_entropy_is_megatron_cores_switch_alone():
+    """Under another framework the switch is ignored (W751, tests/bad/jobs): its loss is priced by
+    Seer's generic count."""
+    job = attrs.evolve(_job("te"), framework="torchtitan")
+    low = Lowering(job, Costs(H100, "bf16"), NET)
+    f = {o.name: o for o in low.template(0, 0, "F").ops}["cross entropy"]
+    assert f.nbytes == pytest.approx(TOKENS * VOCAB * 10)
+    assert memory.of_job(job).logits == pytest.approx(TOKENS * VOCAB * 6)

@@ -104,14 +104,14 @@ class DenseOps:
         if self.sp:
             self._coll(b, pre + "head all-gather", "ag", "tp", tokens * m.hidden * elem, HEAD)
         self._gemm(b, pre + "logits", tokens, V, m.hidden, HEAD)
-        nbytes, kernels = CROSS_ENTROPY[self.job.cross_entropy][0]
+        nbytes, kernels = CROSS_ENTROPY[self.job.cross_entropy_kernels][0]
         self._ew(b, pre + "cross entropy", tokens * V * nbytes(elem), HEAD, kernels=kernels)
         self._coll(b, pre + "loss all-reduce", "ar", "tp", 8 * tokens, HEAD)
 
     def _head_bwd(self, b, pre=""):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
-        nbytes, kernels = CROSS_ENTROPY[self.job.cross_entropy][1]
+        nbytes, kernels = CROSS_ENTROPY[self.job.cross_entropy_kernels][1]
         self._ew(b, pre + "cross entropy bwd", tokens * V * nbytes(elem), HEAD, kernels=kernels)
         self._linear_bwd(b, pre + "logits", tokens, V, m.hidden, HEAD, column=True,
                          layer_linear=False)

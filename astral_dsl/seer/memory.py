@@ -330,7 +330,7 @@ def stage_estimate(job: JobSpec, stage_params, i: int,
         # Transformer Engine's cross-entropy keeps the logits alone, its gradient written into
         # them (lower_dense.CROSS_ENTROPY)
         m, tokens = job.model, job.micro * job.seq / par.cp
-        kept = job.bytes if job.cross_entropy == "te" else job.bytes + 4
+        kept = job.bytes if job.cross_entropy_kernels == "te" else job.bytes + 4
         logits = tokens * m.vocab / par.tp * kept * (1 + m.mtp_layers)
         logits += m.mtp_layers * tokens * 5 * m.hidden * job.bytes
     fp8_copies = 0.0

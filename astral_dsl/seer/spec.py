@@ -119,6 +119,12 @@ class JobSpec:
     #                                           framework's default, micro x dp (forecast's note)
 
     @property
+    def cross_entropy_kernels(self) -> Optional[str]:
+        """The cross-entropy kernels priced: `cross_entropy` under Megatron-Core, which alone
+        has the switch (W751 otherwise), else None (lower_dense.CROSS_ENTROPY)."""
+        return self.cross_entropy if self.framework == "megatron" else None
+
+    @property
     def bytes(self) -> int:
         """Bytes per weight, activation and communicated element: the dtype's, or for a
         quantised dtype its bf16 base's (BASE_DTYPE)."""
