@@ -104,11 +104,12 @@ def test_the_offloading_figures_are_the_forecasts():
                      README, re.S)
     assert said, "README: the offloading example's sentence"
     offloaded, per_gpu, recomputed, longer, longer_full = said.groups()
-    assert chosen["offload_layers"] == int(offloaded) == 39
-    assert f"{auto.tokens_per_s / auto.gpus:,.0f}" == per_gpu == "4,165"
+    assert chosen["offload_layers"] == int(offloaded) == 37
+    assert f"{auto.tokens_per_s / auto.gpus:,.0f}" == per_gpu == "4,168"
     assert kept_chosen == {"recompute": "full", "recompute_layers": int(recomputed)}
     base = auto.iteration_time.si
-    # 4.582 s / 3.934 s = 1.1647, 5.168 s / 3.934 s = 1.3138
+    # 4.548 s / 3.930 s = 1.1570, 5.165 s / 3.930 s = 1.3141 (Transformer Engine's cross-entropy,
+    # NeMo 25.09's scripts, keeps the logits alone: 37 layers offloaded, 40 recomputed)
     assert round(100 * (kept.iteration_time.si / base - 1)) == int(longer) == 16
     assert round(100 * (full.iteration_time.si / base - 1)) == int(longer_full) == 31
     seer = (REPO / "docs" / "seer.md").read_text(encoding="utf-8")

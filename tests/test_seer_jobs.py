@@ -108,7 +108,7 @@ EVERY_OPTION = {           # option -> (how the field is written, the Python val
     "recompute_layers": ("3", 3), "capacity_factor": ("1.25", 1.25),
     "pad_to_capacity": ("true", True), "grouped_gemm": ("false", False), "moe_routing": ("round_robin", "round_robin"),
     "optimizer_dtype": ("bf16", "bf16"), "pipeline_runs": ("2", 2), "fp8_params": ("true", True),
-    "router_fusion": ("true", True),
+    "router_fusion": ("true", True), "cross_entropy": ("te", "te"),
     "recompute_modules": ("[layernorm, moe_act]", ["layernorm", "moe_act"]),
 }
 

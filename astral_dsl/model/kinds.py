@@ -319,6 +319,11 @@ _register(make_kind("job", "an LLM training job", dict(
                             "load-balancing-loss kernels as Transformer Engine's fused ones "
                             "(Megatron-Core's --moe-router-fusion); default false, "
                             "Megatron-Core's PyTorch path"),
+    cross_entropy=enum("te", "native",
+                       doc="the head's cross-entropy kernels: Transformer Engine's Triton "
+                           "ones (Megatron-Core's --cross-entropy-fusion-impl te) or "
+                           "Megatron-Core's fused fp32 ones (native); not stated: Seer's "
+                           "generic count"),
     moe_routing=enum("topk", "round_robin",
                      doc="which experts an MoE layer's tokens go to: the router's top-k (at "
                          "random, balanced; within the model's expert groups), or k "

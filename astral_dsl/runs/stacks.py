@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.runs.ep_overlap import recipe_ep_overlap
+from astral_dsl.runs.loss_recipe import recipe_cross_entropy
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
 from astral_dsl.runs.moe_recipe import (recipe_alltoall, recipe_hybridep, recipe_token_drop,
@@ -196,6 +197,10 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                 assumed.append("attention on FlashAttention-2's kernels (Transformer Engine 1.x "
                                "before its Hopper preference for cuDNN)")
             assumed.append("gradients reduced in bf16 (the performance recipes' setting)")
+            loss, how = recipe_cross_entropy(_n(row.model), release)
+            if loss:
+                fields["cross_entropy"] = loss
+                assumed.append(how)
             # Megatron-Bridge 0.3.1 training/comm_overlap.py: an interleaved pipeline
             # (virtual stages > 1) overlaps its sends with the next block (overlap_p2p_comm)
             fields["pp_overlap"] = pp > 1

@@ -29,6 +29,8 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
   (Megatron-Core's optimizer without its precision-aware options).
 - `router_fusion = false`: Megatron-Core's default (0.14-0.16 transformer_config.py
   `moe_router_fusion = False`; runs/router_recipe.py says which NVIDIA rows turned it on).
+- `cross_entropy`: not stated, Seer's generic count of the head's cross-entropy
+  (lower_dense.CROSS_ENTROPY); runs/loss_recipe.py says which NVIDIA rows ran which kernels.
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
@@ -57,7 +59,7 @@ OPTIONS: Dict[str, str] = {
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
     "torch_compile": "", "fp8_params": "", "capacity_factor": "", "pad_to_capacity": "",
-    "moe_routing": "", "grouped_gemm": "", "router_fusion": "",
+    "moe_routing": "", "grouped_gemm": "", "router_fusion": "", "cross_entropy": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "etp": "parallel", "sp": "parallel", "order": "parallel", "schedule": "parallel",
@@ -259,4 +261,5 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         capacity_factor=_float(f.get("capacity_factor")),
         pad_to_capacity=f.get("pad_to_capacity") is True,
         grouped_gemm=f.get("grouped_gemm") is not False,
-        router_fusion=f.get("router_fusion") is True)
+        router_fusion=f.get("router_fusion") is True,
+        cross_entropy=f.get("cross_entropy"))

@@ -5,7 +5,27 @@ from __future__ import annotations
 
 EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
 ACTIVATION_NAME = {"gelu": "gelu", "swiglu": "swiglu", "relu2": "squared relu"}
-
+# The head's cross-entropy by the job's `cross_entropy`: ((forward bytes per logit as a function
+# of the logits' element size, kernels), (backward bytes, kernels)), each kernel at softmax_eff.
+# - "native": Megatron-Core's fused cross-entropy (0.16.0 fusions/fused_cross_entropy.py over
+#   tensor_parallel/cross_entropy.py, each step torch.compile'd: core/jit.py `jit_fuser`): the
+#   logits cast to an fp32 copy with their row maximum (read elem, write 4), the maximum
+#   subtracted and exponentiated in place with the row sums (read 4, write 4), the softmax
+#   divided in place (read 4, write 4), plus the target logits' gather and the loss; backward,
+#   the saved fp32 softmax times the loss gradient in place and cast to the logits' dtype (read 4,
+#   write 4 and elem).
+# - "te": Transformer Engine's Triton kernels (2.11.0 pytorch/triton/cross_entropy.py, through
+#   Megatron-Core's te_parallel_cross_entropy): `online_softmax_kernel` reads the logits for
+#   each row's maximum and sum, `cross_entropy_kernel` reads them again and writes the gradient
+#   in place (two zero-filled row buffers besides); backward, `element_mul_kernel` scales it by
+#   the per-token loss gradient (read elem, write elem: never skipped, the gradient being a
+#   tensor of tokens, not the scalar 1 `torch.equal` looks for).
+# - None (not stated): Seer's generic count, not derived from a framework's code.
+CROSS_ENTROPY = {
+    "native": ((lambda elem: elem + 20, 5), (lambda elem: 8 + elem, 2)),
+    "te": ((lambda elem: 3 * elem, 4), (lambda elem: 2 * elem, 1)),
+    None: ((lambda elem: elem + 8, 4), (lambda elem: elem + 4, 1)),
+}
 
 
 class DenseOps:
@@ -84,13 +104,15 @@ class DenseOps:
         if self.sp:
             self._coll(b, pre + "head all-gather", "ag", "tp", tokens * m.hidden * elem, HEAD)
         self._gemm(b, pre + "logits", tokens, V, m.hidden, HEAD)
-        self._ew(b, pre + "cross entropy", tokens * V * (elem + 8), HEAD, kernels=4)
+        nbytes, kernels = CROSS_ENTROPY[self.job.cross_entropy_kernels][0]
+        self._ew(b, pre + "cross entropy", tokens * V * nbytes(elem), HEAD, kernels=kernels)
         self._coll(b, pre + "loss all-reduce", "ar", "tp", 8 * tokens, HEAD)
 
     def _head_bwd(self, b, pre=""):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
-        self._ew(b, pre + "cross entropy bwd", tokens * V * (elem + 4), HEAD)
+        nbytes, kernels = CROSS_ENTROPY[self.job.cross_entropy_kernels][1]
+        self._ew(b, pre + "cross entropy bwd", tokens * V * nbytes(elem), HEAD, kernels=kernels)
         self._linear_bwd(b, pre + "logits", tokens, V, m.hidden, HEAD, column=True,
                          layer_linear=False)
         self._ew(b, pre + "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, HEAD, "norm")

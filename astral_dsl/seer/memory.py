@@ -48,8 +48,9 @@
   recomputation adds one layer's full activations while it is rebuilt (with `recompute_layers
   = N` only each chunk's first N layers keep just their input, the others all they save:
   stages.full_recompute); the last stage adds the logits and the fp32 softmax of the
-  cross-entropy (once more per multi-token prediction depth, with the depth's inputs: its
-  layer is one more of the last chunk's, stages.chunk_layers).
+  cross-entropy, or the logits alone with Transformer Engine's (`cross_entropy = te`, which
+  writes their gradient into them) (once more per multi-token prediction depth, with the
+  depth's inputs: its layer is one more of the last chunk's, stages.chunk_layers).
 - Activation offloading (`offload_layers = k`, Megatron-Core's --cpu-offloading-num-layers over
   Transformer Engine's CPU offload context; pipeline parallelism unsupported there): the first k
   layers' saved activations are copied to host memory after their forward and back before their
@@ -325,9 +326,12 @@ def stage_estimate(job: JobSpec, stage_params, i: int,
     if i == par.pp - 1:
         # the logits and their fp32 softmax, once more for each MTP depth, whose embedding,
         # normalised inputs, concatenation (eh_proj's input) and final norm's input it keeps
-        # (5 h a token: lower_mtp.py; its transformer layer is among the chunk's layers)
+        # (5 h a token: lower_mtp.py; its transformer layer is among the chunk's layers);
+        # Transformer Engine's cross-entropy keeps the logits alone, its gradient written into
+        # them (lower_dense.CROSS_ENTROPY)
         m, tokens = job.model, job.micro * job.seq / par.cp
-        logits = tokens * m.vocab / par.tp * (job.bytes + 4) * (1 + m.mtp_layers)
+        kept = job.bytes if job.cross_entropy_kernels == "te" else job.bytes + 4
+        logits = tokens * m.vocab / par.tp * kept * (1 + m.mtp_layers)
         logits += m.mtp_layers * tokens * 5 * m.hidden * job.bytes
     fp8_copies = 0.0
     if job.fp8:

@@ -100,6 +100,7 @@ class JobSpec:
     grouped_gemm: bool = True                 # local experts as one grouped GEMM; False:
     #                                           one expert after another (SequentialMLP)
     router_fusion: bool = False               # MoE router kernels fused (router_kernels.py)
+    cross_entropy: Optional[str] = None       # te | native | None (lower_dense.CROSS_ENTROPY)
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
     pp_overlap: bool = False                  # interleaved: each send overlapped with the next
     #                                           block (Megatron-Core's overlap_p2p_comm)
@@ -116,6 +117,12 @@ class JobSpec:
     #                                           every layer (full_recompute)
     batch_stated: bool = True                 # `global_batch` written in the job; False: the
     #                                           framework's default, micro x dp (forecast's note)
+
+    @property
+    def cross_entropy_kernels(self) -> Optional[str]:
+        """The cross-entropy kernels priced: `cross_entropy` under Megatron-Core, which alone
+        has the switch (W751 otherwise), else None (lower_dense.CROSS_ENTROPY)."""
+        return self.cross_entropy if self.framework == "megatron" else None
 
     @property
     def bytes(self) -> int:

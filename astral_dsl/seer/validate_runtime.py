@@ -177,6 +177,13 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                          where("router_fusion", ""),
                          "leave `router_fusion` out: Seer counts the router's kernels under "
                          "Megatron-Core only (router_kernels.py)"))
+    if stated.get("cross_entropy") is not None and spec.framework != "megatron":
+        out.append(_warn("W751", f"{name}: cross_entropy has no effect with framework = "
+                                 f"{spec.framework}: it is Megatron-Core's choice of "
+                                 f"cross-entropy kernels (cross_entropy_fusion_impl)",
+                         where("cross_entropy", ""),
+                         "leave `cross_entropy` out: Seer prices the cross-entropy of other "
+                         "frameworks by its generic count (lower_dense.CROSS_ENTROPY)"))
     if stated.get("torch_compile") is True and spec.framework != "torchtitan":
         out.append(_warn("W751", f"{name}: torch_compile has no effect with framework = "
                                  f"{spec.framework}: its element-wise kernels are forecast "

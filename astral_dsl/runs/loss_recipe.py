@@ -1,0 +1,51 @@
+"""Which NVIDIA rows ran Transformer Engine's cross-entropy kernels and which Megatron-Core's
+fused ones (`cross_entropy`, Megatron-Core's `cross_entropy_fusion_impl`; the kernels' bytes:
+seer/lower_dense.py CROSS_ENTROPY), read off Megatron-Bridge's providers and recipes.
+
+Megatron-Core's default is `native` (0.16.0 model_parallel_config.py `cross_entropy_fusion_impl
+= 'native'`), with the fusion itself on in NeMo 2.x's GPTConfig (nemo_toolkit 2.3.0 to 2.5.3
+collections/llm/gpt/model/base.py `cross_entropy_loss_fusion = True`) and Megatron-Bridge's
+GPTModelProvider (0.3.1 models/gpt_provider.py:185). `te`:
+- NeMo 25.04, 25.07 and 25.09, every model: NeMo 2.x's performance scripts, whose choices those
+  rows follow, set it in `set_primary_perf_configs` ("enable cross entropy fusion with TE
+  kernel": nemo_toolkit 2.3.0 scripts/performance/utils.py:291, 2.4.0 helpers.py:311 in
+  `set_perf_optimization_configs`, 2.5.3 helpers.py:377), which every pretraining script calls.
+- From NeMo 25.11 (Megatron-Bridge 0.3.0 to 0.5.1, whose performance scripts are on no
+  registry): Megatron-Bridge 0.3.1's pretraining recipes, an ASSUMPTION stated with the row:
+  `te` in recipes/llama/llama3.py (every Llama 3 and 3.1 pretraining config, and the Llama 3
+  8B/70B and 3.1 405B providers, models/llama/llama_provider.py:155, 174, 228),
+  recipes/deepseek/deepseek_v3.py (and deepseek_v3_bridge.py:73) and recipes/qwen/qwen3_moe.py
+  (Qwen3 30B-A3B and 235B-A22B); `native` in recipes/gpt_oss/gpt_oss.py ("GPT-OSS uses
+  native") and recipes/nemotronh/nemotron_3_nano.py.
+The rows before NeMo 25.04 (NeMo 1.x and 2.0-2.2, whose scripts set none) and the papers'
+Megatron-LM keep Seer's generic count: what they ran was not read here."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+# NeMo 2.x's performance scripts from NeMo 25.04 (nemo_toolkit 2.3.0) to 25.09 (2.5.3); from 25.11
+# Megatron-Bridge 0.3.x (module docstring)
+SCRIPTS_FROM = (25, 4)
+BRIDGE_03_FROM = (25, 11)
+# row label prefixes as precision.squeezed (module docstring)
+TE_03 = ("llama38b", "llama370b", "llama31405b", "deepseekv3", "qwen330ba3b", "qwen3235ba22b")
+NATIVE_03 = ("gptoss", "nemotron3nano")
+
+
+def recipe_cross_entropy(label: str, release: Optional[Tuple[int, int]]
+                         ) -> Tuple[Optional[str], str]:
+    """(cross_entropy, what the row is taken to have run) of an NVIDIA row: `label` its model as
+    precision.squeezed, `release` (year, month) or None. (None, "") where not read."""
+    if release is None or release < SCRIPTS_FROM:
+        return None, ""
+    if release < BRIDGE_03_FROM:
+        impl, source = "te", "NeMo 2.x's performance scripts"
+    elif label.startswith(TE_03):
+        impl, source = "te", "Megatron-Bridge 0.3.1's recipe"
+    elif label.startswith(NATIVE_03):
+        impl, source = "native", "Megatron-Bridge 0.3.1's recipe"
+    else:
+        return None, ""
+    what = ("Transformer Engine's cross-entropy kernels" if impl == "te" else
+            "Megatron-Core's fused fp32 cross-entropy")
+    return impl, f"{what} (cross_entropy_fusion_impl = {impl}: {source})"
