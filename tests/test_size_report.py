@@ -495,3 +495,18 @@ def test_the_designs_cdu_power_is_null_where_no_loops_cdu_states_it(summary):
     claims."""
     assert [lp["cdu_power_kw"] for lp in summary["loops"]] == [None]
     assert summary["cdu_power_kw"] is None
+
+
+def test_the_failover_column_is_the_power_through_the_feeder_as_e621_checks_it(reference):
+    """The reference's utility feeders are 97 % efficient: a row's whole 652.8 kW, with its HVDC
+    side failed, is 652.8 / 0.97 = 673.0 kW through the feeder, the figure E621 compares with
+    its 800 kW capacity. The failover column read 652.8 kW (the load), so a feeder whose check
+    failed (446.8 kW through a 440 kW rating) showed a failover under its capacity."""
+    text = render_report(reference.design, reference.engineering, width=200)
+    (row,) = [ln.split() for ln in text.splitlines()
+              if ln.startswith(" Astral.pods[0].rows[0].utility ") and "kW" in ln]
+    # feeder, x, type (2 words), V, then load, normal, through, failover, capacity
+    assert row[5:] == ["652.8", "kW", "326.4", "kW", "336.5", "kW", "673.0", "kW", "800.0",
+                       "kW"], row
+    assert "through, failover: the feeder's share of the load over its efficiency (against its " \
+           "capacity), in normal operation and with one feeder failed" in " ".join(text.split())

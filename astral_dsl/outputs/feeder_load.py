@@ -21,6 +21,13 @@ def failover_share_w(f) -> Optional[float]:
     return None if f.load_w > 0 and not f.failover_w else f.failover_w
 
 
+def failover_through_w(f) -> Optional[float]:
+    """The power through feeder `f` with one more feeder failed (`failover_share_w` over its
+    efficiency: what E621 compares with its capacity); None when no feeder is left."""
+    share = failover_share_w(f)
+    return None if share is None else through_w(f, share)
+
+
 def loading(f, share_w: float) -> Optional[float]:
     """`through_w` over the capacity (a ratio; None: no capacity declared)."""
     return through_w(f, share_w) / f.capacity_w if f.capacity_w else None

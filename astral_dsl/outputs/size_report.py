@@ -11,7 +11,7 @@ from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
 from astral_dsl.outputs.table import Field, Table, bold, fold, print_table
-from astral_dsl.outputs.feeder_load import failover_share_w, through_w
+from astral_dsl.outputs.feeder_load import failover_through_w, through_w
 from astral_dsl.units import format_number, readable
 
 __all__ = ["bom", "bom_lines", "chosen_json", "chosen_lines", "objective_line", "render_report",
@@ -106,7 +106,9 @@ def _feeders(eng: Engineering) -> List[Table]:
                  [Field("feeder", True), Field("x"), Field("type", True), Field("V"),
                   Field("load"), Field("normal"), Field("through"), Field("failover"),
                   Field("capacity")])
-    failover = [failover_share_w(f) for f in fs]
+    # the failover column is, as `through`, the power through the feeder (its share over its
+    # efficiency): the figure E621 compares with its capacity
+    failover = [failover_through_w(f) for f in fs]
     loads = [readable.powers([f.load_w for f in fs]), readable.powers([f.normal_w for f in fs]),
              readable.powers([through_w(f, f.normal_w) for f in fs]),
              readable.powers([w or 0.0 for w in failover]),
@@ -119,8 +121,8 @@ def _feeders(eng: Engineering) -> List[Table]:
         kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (
             " net" if f.network_w else " mech" if f.mechanical_w else "")
         load.add(f.path, x, kind, format_number(f.voltage_v), *[col[i] for col in loads])
-    load.lines.append("through: the normal load over the feeder's efficiency (against its "
-                      "capacity)")
+    load.lines.append("through, failover: the feeder's share of the load over its efficiency "
+                      "(against its capacity), in normal operation and with one feeder failed")
     if any(w is None for w in failover):
         load.lines.append("failover -: no feeder is left to carry the load when one fails")
     wires = Table("Feeders: current at the lowest voltage they run at, conductors, equipment",

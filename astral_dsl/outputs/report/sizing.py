@@ -7,7 +7,7 @@ from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.facility import COMPONENTS
-from astral_dsl.outputs.feeder_load import failover_share_w, loading, through_w
+from astral_dsl.outputs.feeder_load import failover_through_w, loading, through_w
 from astral_dsl.outputs.report.bom import bom_lines
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
@@ -34,11 +34,11 @@ def engineering_tables(eng) -> str:
     if p.feeders:
         out.append(table(
             ["feeder", "feeders", "type", "side", "V", "load kW", "normal kW", "through kW",
-             "one failed kW", "capacity kW", "normal % of capacity", "current A", "at V",
+             "through, one failed kW", "capacity kW", "normal % of capacity", "current A", "at V",
              "voltage drop %",
              "rectifier modules", "needed", "battery Ah needed", "battery Ah installed"],
             [[f.path, f.replicas * f.count, f.current_type, f.side, f.voltage_v, _kw(f.load_w),
-              _kw(f.normal_w), _kw(through_w(f, f.normal_w)), _kw(failover_share_w(f)),
+              _kw(f.normal_w), _kw(through_w(f, f.normal_w)), _kw(failover_through_w(f)),
               _kw(f.capacity_w),
               round(loading(f, f.normal_w) * 100, 2) if f.capacity_w else None, round(f.current_a, 1), f.low_voltage_v or None,
               round(f.drop_ratio * 100, 3) if f.drop_ratio is not None else None,
