@@ -510,3 +510,45 @@ def test_the_failover_column_is_the_power_through_the_feeder_as_e621_checks_it(r
                        "kW"], row
     assert "through, failover: the feeder's share of the load over its efficiency (against its " \
            "capacity), in normal operation and with one feeder failed" in " ".join(text.split())
+
+
+_TOWERS = """
+import stdlib.cooling { Centrifugal }
+gpu G { power = 700 W }
+host H { gpus = 8 x G, power = 10.2 kW, liquid_share = 0 % }
+rack R { hosts = 4 x H }
+facility Chilled {
+  supply = 16 degC, rise = 8 K, pump_head = 300 kPa, pump_efficiency = 80 %
+  rejection = cooling_tower, rejection_approach = 5.6 K, CHILLER
+}
+site S {
+  racks = 20 x R
+  auxiliary = 5 kW
+  utilization = 80 %
+  climate = "stdlib/climate/723170TYA.CSV"
+  air room {
+    supply = 25 degC, rise = 12 K, FANS approach = 9 K, dew_point = 12 degC, facility = Chilled
+  }
+}
+"""
+
+
+def test_the_peak_hour_is_the_hour_that_draws_the_most_not_said_to_be_the_hottest(tmp_path):
+    """Greensboro's hottest hour is 07-09 14:00 (35.6 degC dry bulb), but cooling towers follow
+    the wet bulb: their chillers work hardest on 07-20 13:00 (33.9 degC, the year's highest dew
+    point, 25 degC). The size report called that hour "the hottest hour"; and where nothing
+    counted follows the weather (no chiller, no fans) every hour draws alike, and it named the
+    file's first hour (01-01 01:00) as the hottest."""
+    towers = tmp_path / "towers.astral"
+    towers.write_text(_TOWERS.replace("CHILLER", "chiller = Centrifugal, rejection_fan_ratio = 1 %")
+                      .replace("FANS", "fan_power_ratio = 3 %,"))
+    out = " ".join(_cli(["size", str(towers)], columns=200).stdout.split())
+    assert "peak demand at the utility point: 961.6 kW, the hour of " \
+           "`stdlib/climate/723170TYA.CSV` that draws the most (07-20 13:00)" in out
+    assert "hottest" not in out
+    flat = tmp_path / "flat.astral"
+    flat.write_text(_TOWERS.replace("CHILLER", "economiser = none").replace("FANS", ""))
+    run = _cli(["size", str(flat), "--format", "json"])
+    assert json.loads(run.stdout)["summary"]["facility"]["peak_hour"] is None
+    out = " ".join(_cli(["size", str(flat)], columns=200).stdout.split())
+    assert "full load, every hour of `stdlib/climate/723170TYA.CSV` alike" in out

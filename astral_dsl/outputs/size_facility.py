@@ -82,8 +82,10 @@ def facility_tables(eng: Engineering) -> List[Table]:
 
 def _peak_line(eng: Engineering) -> str:
     c, f = eng.cooling, eng.cooling.facility
-    when = f"the hottest hour of `{f.climate}` ({f.peak_hour})" if f.peak_hour else \
+    when = f"the hour of `{f.climate}` that draws the most ({f.peak_hour})" if f.peak_hour else \
         "full load with the chillers on" if c.peak.chillers_w else "full load"
+    if f.climate and not f.peak_hour:       # nothing counted follows the weather
+        when += f", every hour of `{f.climate}` alike"
     return f"peak demand at the utility point: {readable.power(c.peak.total_w)}, {when}"
 
 

@@ -105,7 +105,7 @@ def pue_section(review) -> str:
                  100.0, round(peak / 1e3, 3) if peak is not None else None])
     body = table(["component", "average kW", "share of PUE", "% of facility", "peak kW"], rows,
                  "PUE components (annual average; the peak is what the utility point "
-                 "supplies at full load in the hottest hour)", tid="pue-components",
+                 "supplies at full load in the hour that draws the most)", tid="pue-components",
                  sortable=False)
     body += tag("p", esc(f"PUE = facility / IT = {figure(round(facility / 1e3, 3))} kW / "
                          f"{figure(round(it / 1e3, 3))} kW = "
