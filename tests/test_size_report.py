@@ -552,3 +552,53 @@ def test_the_peak_hour_is_the_hour_that_draws_the_most_not_said_to_be_the_hottes
     assert json.loads(run.stdout)["summary"]["facility"]["peak_hour"] is None
     out = " ".join(_cli(["size", str(flat)], columns=200).stdout.split())
     assert "full load, every hour of `stdlib/climate/723170TYA.CSV` alike" in out
+
+
+_UNSTATED = """
+import stdlib.cooling { Water, RowCDU }
+gpu G { power = 700 W, max_supply = 45 degC }
+host H { gpus = 8 x G, power = 10.2 kW, liquid_share = 75 % }
+rack R { hosts = 4 x H }
+facility W { supply = 18 degC, rise = 8 K, rejection = dry_cooler, rejection_approach = 6 K }
+site S {
+  racks = 20 x R
+  auxiliary = 5 kW
+  utilization = 80 %
+  climate = "stdlib/climate/723170TYA.CSV"
+  loop plates {
+    fluid = Water, supply = 36 degC, rise = 10 K, cdu = RowCDU(capacity = 1 MW), cdus = 2
+    redundancy = n_plus_1, facility = W
+  }
+  air room { supply = 25 degC, rise = 12 K, approach = 5 K, dew_point = 12 degC, facility = W }
+}
+"""
+
+
+def test_the_facility_table_names_what_it_does_not_count_beside_its_0_w(tmp_path):
+    """A hall that declares no pumps (loop and circuit), no fan ratios, no chiller and no feeder
+    draws 0 W for each of them, which warnings say (W648, W657, W656, W626); the facility table
+    printed each 0 W line with its basis as if it were computed ("hour by hour over the
+    climate" beside 0 W of chillers for 3,000 h of chiller hours), and its PUE with them."""
+    design = tmp_path / "unstated.astral"
+    design.write_text(_UNSTATED)
+    out = " ".join(_cli(["size", str(design)], columns=200).stdout.split())
+    table = out[out.index("Facility: what it draws"):]
+    for line in ("transformer losses 0 kW 0 kW no `transformer` and no feeder (W626): not counted",
+                 "conversion losses 0 kW 0 kW no feeder (W626): not counted",
+                 "secondary pumps 0 kW 0 kW at the loops' design flow, all year; `S.plates`: "
+                 "pumps not stated (W648), not counted",
+                 "facility-water pumps 0 kW 0 kW at the circuits' design flow, all year; `W`: "
+                 "pumps not stated (W648), not counted",
+                 "air units: fan ratio x heat removed; `S.room`: no `fan_power_ratio` (W657), "
+                 "not counted",
+                 "chillers 0 kW 0 kW hour by hour over the climate; `W`: no `chiller` (W656), "
+                 "not counted",
+                 "heat rejection fans 0 kW 0 kW fan ratio x heat rejected; `W`: no "
+                 "`rejection_fan_ratio`, not counted"):
+        assert line in table, line
+    doc = json.loads(_cli(["size", str(design), "--format", "json"]).stdout)
+    (circuit,) = doc["summary"]["facility"]["circuits"]
+    assert circuit["rejection_fan_ratio"] is None           # not declared: was 0.0
+    # a design that declares them all reads as before (the gb200 hall's CDUs aside)
+    out = " ".join(_cli(["size", "examples/gb200_nvl72.astral"], columns=200).stdout.split())
+    assert "not counted" not in out.replace("`CDU` states no `power`: not counted", "")

@@ -86,7 +86,7 @@ class CircuitYear:
     fans_w: float                 # the heat rejection's, average
     chillers_peak_w: float = 0.0  # at the facility's peak hour
     fans_peak_w: float = 0.0
-    fan_ratio: float = 0.0        # of the heat rejected
+    fan_ratio: Optional[float] = None   # of the heat rejected; None: not declared (0 W, W656)
     cop: Optional[float] = None   # declared (fixed, or at the chiller's rating point)
 
 
@@ -299,7 +299,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                                   p.economiser if p.return_c is not None or
                                   p.economiser == "none" else "switchover", how, y.free_h,
                                   y.partial_h, y.mechanical_h, y.chillers_w, y.fans_w,
-                                  fan_ratio=p.fan_ratio,
+                                  fan_ratio=_si(inst.field("rejection_fan_ratio")),
                                   cop=p.chiller.cop if p.chiller is not None else None),
                       prof))
     cdus = sum(lp.replicas * lp.cdu_w for lp in loops)

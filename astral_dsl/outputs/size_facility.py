@@ -23,24 +23,50 @@ def _r(x: Optional[float], digits: int = 3) -> Optional[float]:
 def _basis(eng: Engineering) -> Dict[str, str]:
     c = eng.cooling
     f = c.facility
+    circuits = f.circuits if f else ()
     weather = "hour by hour over the climate" if f and f.climate else \
         "the declared free-cooling hours"
     chain = "no-load and load losses, hour by hour"
+    fed = bool(eng.power.feeders or (f and f.feeders))
+    if not fed and f and not f.transformers:
+        chain = "no `transformer` and no feeder (W626): not counted"
     if f and f.default_transformer:     # no transformer at all, or a site without one
         chain = f"{chain}; 0.47 % of the load of the sites without one (W630)" \
             if f.transformers else "0.47 % of the load (no transformer: W630)"
     return {
         "it_w": "hosts at their utilization, switches at full power",
         "transformers_w": chain,
-        "losses_w": "feeders' conversion, rectifiers at no load",
+        "losses_w": "feeders' conversion, rectifiers at no load" if fed else
+                    "no feeder (W626): not counted",
         "cdus_w": _cdu_basis(c.loops),
-        "pumps_w": "at the loops' design flow, all year",
-        "facility_pumps_w": "at the circuits' design flow, all year",
-        "fans_w": "air units: fan ratio x heat removed",
-        "chillers_w": weather,
-        "rejection_w": "fan ratio x heat rejected",
+        "pumps_w": _unstated("at the loops' design flow, all year", [
+            lp.path for lp in c.loops if lp.heat_w > 0 and not lp.pump_w],
+            "pumps not stated (W648)"),
+        "facility_pumps_w": _unstated("at the circuits' design flow, all year", [
+            cy.circuit.path for cy in circuits if cy.circuit.peak_w > 0 and
+            not cy.circuit.pump_w], "pumps not stated (W648)"),
+        "fans_w": _unstated("air units: fan ratio x heat removed", [
+            a.path for a in c.air if a.heat_w > 0 and a.fan_power_ratio is None],
+            "no `fan_power_ratio` (W657)"),
+        "chillers_w": _unstated(weather, [
+            cy.circuit.path for cy in circuits if cy.cop is None and
+            cy.partial_h + cy.mechanical_h > 0], "no `chiller` (W656)"),
+        "rejection_w": _unstated("fan ratio x heat rejected", [
+            cy.circuit.path for cy in circuits if cy.circuit.peak_w > 0 and
+            cy.fan_ratio is None], "no `rejection_fan_ratio`"),
         "auxiliary_w": "the site's `auxiliary`, all year",
     }
+
+
+def _unstated(basis: str, paths: List[str], missing: str) -> str:
+    """A component's basis, naming the parts whose share of it is not counted (0 W: their
+    data is not declared, which a warning says: W648 pumps, W657 fans, W656 chillers and heat
+    rejection), so that a line that reads 0 W or too little is not taken for a computed one."""
+    if not paths:
+        return basis
+    names = ", ".join(f"`{p}`" for p in paths[:3]) + (
+        f" and {len(paths) - 3:,} more" if len(paths) > 3 else "")
+    return f"{basis}; {names}: {missing}, not counted"
 
 
 def _cdu_basis(loops) -> str:
