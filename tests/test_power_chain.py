@@ -118,6 +118,30 @@ def test_rectifiers_carry_the_load_and_the_recharge():
     assert f.no_load_w == pytest.approx(2000)
 
 
+def test_too_few_modules_says_what_they_carry_and_points_at_the_users_file():
+    """E627 said only "needs 8 ... has 7": the hint now gives what the modules carry (the load
+    and the recharge, 300 + 28.8 kW), the count the load needs (7) and what the redundancy
+    makes of it (8). A stdlib rectifier whose `modules` the user cannot write (PowerShelf's
+    `6 * shelves`) is pointed at where the user names it, not inside stdlib/power.astral."""
+    ws = astral_dsl.compiles(CHAIN.replace("@END@", "1.63 V").replace(
+        "Rectifier(rating = 50 kW)", "Rectifier(rating = 50 kW, modules = 7)"), name="chain.astral")
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E627"]
+    assert e.message == "`S.hvdc` needs 8 rectifier modules of 50 kW (n_plus_1) but `Rectifier` has 7"
+    assert e.hint == ("use at least 8 modules: 328.8 kW (28.8 kW of it the batteries' recharge) "
+                      "on 50 kW modules need 7, and n_plus_1 makes 8")
+    shelf = CHAIN.replace("@END@", "1.63 V").replace(
+        "import stdlib.power { HVDC240, AC400, Rectifier, LeadAcid }",
+        "import stdlib.power { HVDC240, AC400, Rectifier, LeadAcid, PowerShelf }").replace(
+        "rectifier = Rectifier(rating = 50 kW)\n    battery = B",
+        "rectifier = PowerShelf(shelves = 8)")
+    ws = astral_dsl.compiles(shelf, name="shelf.astral")
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E627"]
+    # 300 kW on 5.5 kW modules: 55, doubled (two_n): 110 of the 48 installed
+    assert e.hint == "use at least 110 modules: 300 kW on 5.5 kW modules need 55, and two_n makes 110"
+    assert e.span.file == "shelf.astral" and e.span.start.line == shelf[:shelf.index(
+        "PowerShelf(shelves")].count("\n") + 1
+
+
 def test_every_component_of_the_pue_by_hand():
     checked = _chain()
     assert not _errors(checked)
