@@ -383,3 +383,24 @@ def test_the_sites_auxiliaries_are_heat_in_its_circuits_and_the_size_table_says_
 
     assert "their share of the losses and of the lighting and auxiliaries" in \
         _circuits(with_aux.cooling.facility)[0].title
+
+
+def test_a_stdlib_air_units_rack_limit_is_reported_where_the_user_sets_it():
+    """`air doors = RearDoor(rated = 40 kW)` on 40.8 kW racks: E644 pointed inside
+    stdlib/cooling.astral (`max_rack_heat = rated`), which the user does not edit; it points at
+    the unit in the user's file. Its hint said to raise the air rise, which the limit does not
+    depend on."""
+    text = """import stdlib.cooling { RearDoor }
+host H { power = 10.2 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 2 x R
+  air doors = RearDoor(rated = 40 kW) { dew_point = 12 degC }
+}
+"""
+    ws = astral_dsl.compiles(text, name="doors.astral")
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E644"]
+    assert (e.span.file, e.span.start.line) == ("doors.astral", 6)
+    assert e.message == "a rack sends 40.8 kW to air, more than `S.doors` removes per rack " \
+                        "(40 kW at a 12 K rise)"
+    assert "air rise" not in e.hint and "`max_rack_heat`" in e.hint
