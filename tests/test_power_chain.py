@@ -560,3 +560,34 @@ def test_a_sites_altitude_has_a_physical_domain(altitude, codes):
         assert found[0].message.startswith("site `S` is at ")
         assert "above the 3,050 m of ASHRAE TC 9.9's air-cooled classes A1-A4" in \
             found[0].message
+
+
+def test_a_ups_battery_on_an_ac_feeder_is_sized_at_its_own_end_of_discharge():
+    """The AC UPS of the engineering notes: 1 MW for 5 min, 240 cells (420 V end), eta 0.95 ->
+    I = 2,506 A, 287 Ah with the aging and design factors. On a 415 V AC feeder its 420 V end
+    was compared with the AC line voltage (E635: "it would never discharge into it") and the
+    battery was not sized; the battery of a UPS is behind its inverter, on its DC link."""
+    text = """import stdlib.power { LeadAcid, AC415 }
+host H { power = 10 kW }
+rack R { hosts = 10 x H }
+row Row {
+  racks = 10 x R
+  feeder ups {
+    current = ac, voltage = 415 V, phases = 3, power_factor = 95 %, standard = AC415
+    capacity = 1.2 MW, efficiency = 100 %, serves = racks
+    battery = LeadAcid(autonomy = 5 min, cells = 240, efficiency = 95 %)
+  }
+}
+site S { rows = 1 x Row }
+"""
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="ups.astral"))
+    assert not [d for d in checked.diagnostics if d.code == "E635"]
+    (f,) = checked.engineering.power.feeders
+    assert f.battery_current_a == pytest.approx(1e6 / (0.95 * 420), abs=0.1)    # 2,506.3 A
+    assert f.battery_required_ah == pytest.approx(2506.27 * 5 / 60 * 1.25 * 1.1, abs=0.1)
+    assert round(f.battery_required_ah) == 287
+    # on a DC bus the same battery is E635: it would float above a 400 V bus
+    dc = text.replace("current = ac, voltage = 415 V, phases = 3, power_factor = 95 %, "
+                      "standard = AC415", "current = dc, voltage = 400 V")
+    checked = astral_dsl.check(astral_dsl.compiles(dc, name="dc.astral"))
+    assert [d.code for d in checked.diagnostics if d.code == "E635"] == ["E635"]

@@ -180,8 +180,10 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                            "lead-acid)"))
         return None, None, None
     bus = _si(f.field("voltage"))
-    if bus and cells * end_v > bus * (1 + 1e-9):
-        # a battery discharges from its float voltage down: its end is below its bus's nominal
+    # a battery discharges from its float voltage down: its end is below its bus's nominal. On
+    # an AC feeder (a UPS) it sits behind the inverter, on a DC link whose voltage the feeder
+    # does not state: 240 cells end at 420 V on a 400 V AC output, as UPSs are built
+    if _sym(f.field("current")) == "dc" and bus and cells * end_v > bus * (1 + 1e-9):
         diags.append(_err("E635", f"battery `{bat.path}` of `{f.path}` ends its discharge at "
                                   f"{format_number(int(cells))} x {format_number(end_v)} V = "
                                   f"{format_number(round(cells * end_v, 3))} V, above the "
