@@ -602,3 +602,25 @@ def test_the_facility_table_names_what_it_does_not_count_beside_its_0_w(tmp_path
     # a design that declares them all reads as before (the gb200 hall's CDUs aside)
     out = " ".join(_cli(["size", "examples/gb200_nvl72.astral"], columns=200).stdout.split())
     assert "not counted" not in out.replace("`CDU` states no `power`: not counted", "")
+
+
+def test_a_transformer_without_losses_is_named_beside_its_0_w(tmp_path):
+    """`transformer mv { capacity = 2000 kVA, count = 2 }` states no losses: W630 says they count
+    as 0 W, and the facility table's transformer line read 0 W "no-load and load losses, hour
+    by hour" as if computed."""
+    design = tmp_path / "mv.astral"
+    design.write_text("""host H { power = 10 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 10 x R
+  auxiliary = 5 kW
+  transformer mv { capacity = 2000 kVA, count = 2, redundancy = two_n, power_factor = 95 % }
+  feeder f { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, capacity = 500 kW
+             efficiency = 97 %, serves = racks }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
+  facility water { supply = 15 degC, rise = 8 K, free_cooling = 0 h, chiller_cop = 5 }
+}
+""")
+    out = " ".join(_cli(["size", str(design)], columns=250).stdout.split())
+    assert "transformer losses 0 kW 0 kW no-load and load losses, hour by hour; `S.mv`: no " \
+           "`no_load_loss` or `load_loss` (W630), not counted" in out

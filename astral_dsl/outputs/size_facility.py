@@ -33,6 +33,9 @@ def _basis(eng: Engineering) -> Dict[str, str]:
     if f and f.default_transformer:     # no transformer at all, or a site without one
         chain = f"{chain}; 0.47 % of the load of the sites without one (W630)" \
             if f.transformers else "0.47 % of the load (no transformer: W630)"
+    chain = _unstated(chain, [t.path for t in (f.transformers if f else ())
+                              if not t.no_load_w and not t.load_loss_w],
+                      "no `no_load_loss` or `load_loss` (W630)")
     return {
         "it_w": "hosts at their utilization, switches at full power",
         "transformers_w": chain,
