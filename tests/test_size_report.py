@@ -596,12 +596,21 @@ def test_the_facility_table_names_what_it_does_not_count_beside_its_0_w(tmp_path
                  "heat rejection fans 0 kW 0 kW fan ratio x heat rejected; `W`: no "
                  "`rejection_fan_ratio`, not counted"):
         assert line in table, line
+    # the headline's PUE, 1.023 with all of that at 0 W, says it is a lower bound, and the JSON
+    # which components it leaves parts of out
+    assert "PUE 1.023 (a lower bound: transformer losses, conversion losses, secondary " \
+           "pumps, facility-water pumps, fans (air units), chillers, heat rejection fans not all " \
+           "counted, see the facility table)" in out
     doc = json.loads(_cli(["size", str(design), "--format", "json"]).stdout)
     (circuit,) = doc["summary"]["facility"]["circuits"]
     assert circuit["rejection_fan_ratio"] is None           # not declared: was 0.0
+    assert doc["summary"]["facility"]["uncounted"] == [
+        "transformers_kw", "losses_kw", "pumps_kw", "facility_pumps_kw", "fans_kw",
+        "chillers_kw", "rejection_kw"]
     # a design that declares them all reads as before (the gb200 hall's CDUs aside)
     out = " ".join(_cli(["size", "examples/gb200_nvl72.astral"], columns=200).stdout.split())
     assert "not counted" not in out.replace("`CDU` states no `power`: not counted", "")
+    assert "PUE 1.1423 (a lower bound: CDUs not all counted, see the facility table)" in out
 
 
 def test_a_transformer_without_losses_is_named_beside_its_0_w(tmp_path):

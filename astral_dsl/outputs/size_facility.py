@@ -3,7 +3,7 @@ the transformers at the utility point, and its draw component by component with 
 tables (outputs/size_report.py) and as JSON (outputs/size_json.py)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
@@ -39,8 +39,10 @@ def _basis(eng: Engineering) -> Dict[str, str]:
     return {
         "it_w": "hosts at their utilization, switches at full power",
         "transformers_w": chain,
-        "losses_w": "feeders' conversion, rectifiers at no load" if fed else
-                    "no feeder (W626): not counted",
+        "losses_w": _unstated("feeders' conversion, rectifiers at no load", [
+            x.path for x in list(eng.power.feeders) + list(f.feeders if f else ())
+            if x.load_w > 0 and x.efficiency is None], "no `efficiency` (W624)") if fed else
+        "no feeder (W626): not counted",
         "cdus_w": _cdu_basis(c.loops),
         "pumps_w": _unstated("at the loops' design flow, all year", [
             lp.path for lp in c.loops if lp.heat_w > 0 and not lp.pump_w],
@@ -59,6 +61,16 @@ def _basis(eng: Engineering) -> Dict[str, str]:
             cy.fan_ratio is None], "no `rejection_fan_ratio`"),
         "auxiliary_w": "the site's `auxiliary`, all year",
     }
+
+
+def uncounted(eng: Engineering) -> List[Tuple[str, str]]:
+    """(field, label) of the components some of whose parts the facility's draw does not count
+    (their data not declared: the basis says which), in the table's order: the PUE is a lower
+    bound."""
+    if eng.cooling.average is None:
+        return []
+    notes = _basis(eng)
+    return [(name, label) for name, label in COMPONENTS if "not counted" in notes[name]]
 
 
 def _unstated(basis: str, paths: List[str], missing: str) -> str:
@@ -202,6 +214,8 @@ def facility_json(eng: Engineering) -> Dict[str, Any]:
             "air_pressure_pa": _r(f.pressure_pa, 1) if f else None,
             "air_pressure_from": f.pressure_from if f else None,
             "default_transformer": f.default_transformer if f else False,
+            # the components the PUE leaves parts of out (0 W: not declared), as `average`'s keys
+            "uncounted": [name[:-2] + "_kw" for name, _ in uncounted(eng)],
             # the first circuit's, as before there were several (`circuits` has each)
             "free_cooling_h": _r(f.circuits[0].free_h, 2) if f and f.circuits else None,
             "chiller_cop": f.circuits[0].cop if f and f.circuits else None,

@@ -45,6 +45,7 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
 
 def _headline(lines: List[str], design, eng, colour: bool, width: int) -> None:
     from astral_dsl.analyses.summary import counts_text, summarize
+    from astral_dsl.outputs.size_facility import uncounted
     from astral_dsl.outputs.terminal import printable
 
     s = summarize(design, eng)
@@ -57,9 +58,12 @@ def _headline(lines: List[str], design, eng, colour: bool, width: int) -> None:
     facility = f"facility {readable.power(c.facility_w)} average"
     if c.peak is not None:
         facility += f", {readable.power(c.peak.total_w)} peak"
+    missing = ", ".join(label for _, label in uncounted(eng)) if c.pue else ""
+    lower = f" (a lower bound: {missing} not all counted, see the facility table)" \
+        if missing else ""
     lines.extend(fold(f"IT {readable.power(p.it_peak_w)} peak, {readable.power(p.it_average_w)} "
                       f"average; {facility}; PUE "
-                      f"{format_number(round(c.pue, 4)) if c.pue else '-'}", width))
+                      f"{format_number(round(c.pue, 4)) if c.pue else '-'}{lower}", width))
 
 
 def _tables(eng: Engineering) -> List[Table]:
