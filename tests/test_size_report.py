@@ -613,12 +613,7 @@ def test_the_facility_table_names_what_it_does_not_count_beside_its_0_w(tmp_path
     assert "PUE 1.1423 (a lower bound: CDUs not all counted, see the facility table)" in out
 
 
-def test_a_transformer_without_losses_is_named_beside_its_0_w(tmp_path):
-    """`transformer mv { capacity = 2000 kVA, count = 2 }` states no losses: W630 says they count
-    as 0 W, and the facility table's transformer line read 0 W "no-load and load losses, hour
-    by hour" as if computed."""
-    design = tmp_path / "mv.astral"
-    design.write_text("""host H { power = 10 kW }
+_MV = """host H { power = 10 kW }
 rack R { hosts = 4 x H }
 site S {
   racks = 10 x R
@@ -629,7 +624,28 @@ site S {
   air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
   facility water { supply = 15 degC, rise = 8 K, free_cooling = 0 h, chiller_cop = 5 }
 }
-""")
+"""
+
+
+def test_a_transformer_without_losses_is_named_beside_its_0_w(tmp_path):
+    """`transformer mv { capacity = 2000 kVA, count = 2 }` states no losses: W630 says they count
+    as 0 W, and the facility table's transformer line read 0 W "no-load and load losses, hour
+    by hour" as if computed."""
+    design = tmp_path / "mv.astral"
+    design.write_text(_MV)
     out = " ".join(_cli(["size", str(design)], columns=250).stdout.split())
     assert "transformer losses 0 kW 0 kW no-load and load losses, hour by hour; `S.mv`: no " \
            "`no_load_loss` or `load_loss` (W630), not counted" in out
+
+
+
+def test_a_feeder_without_efficiency_is_named_beside_the_conversion_losses(tmp_path):
+    """W624: a feeder without `efficiency` (nor a rectifier's) loses 0 W; the conversion losses'
+    line named no one, and the headline's PUE did not say it left them out."""
+    design = tmp_path / "eff.astral"
+    design.write_text(_MV.replace("efficiency = 97 %, ", ""))
+    out = " ".join(_cli(["size", str(design)], columns=250).stdout.split())
+    assert "feeders' conversion, rectifiers at no load; `S.f`: no `efficiency` (W624), not " \
+           "counted" in out
+    assert "(a lower bound: transformer losses, conversion losses, facility-water pumps, heat " \
+           "rejection fans not all counted" in out
