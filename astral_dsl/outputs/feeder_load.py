@@ -10,6 +10,13 @@ from __future__ import annotations
 from typing import Optional
 
 
+def all_feeders(eng):
+    """The IT feeders and those of the facility's own consumers (`mechanical = true`), as the
+    size report and the review's feeder table list them."""
+    facility = eng.cooling.facility
+    return tuple(eng.power.feeders) + (tuple(facility.feeders) if facility is not None else ())
+
+
 def through_w(f, share_w: float) -> float:
     """The power through feeder `f`'s conductors when it carries `share_w` of load."""
     return share_w * f.input_ratio

@@ -11,7 +11,7 @@ from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
 from astral_dsl.outputs.table import Field, Table, bold, fold, print_table
-from astral_dsl.outputs.feeder_load import failover_through_w, through_w
+from astral_dsl.outputs.feeder_load import all_feeders, failover_through_w, through_w
 from astral_dsl.units import format_number, readable
 
 __all__ = ["bom", "bom_lines", "chosen_json", "chosen_lines", "objective_line", "render_report",
@@ -140,12 +140,6 @@ def _feeders(eng: Engineering) -> List[Table]:
                   _modules(f), _battery(f))
     wires.lines.extend(_feeder_lines(fs))
     return [load, wires]
-
-
-def all_feeders(eng: Engineering):
-    """The IT feeders and those of the facility's own consumers (`mechanical = true`)."""
-    facility = eng.cooling.facility
-    return tuple(eng.power.feeders) + (tuple(facility.feeders) if facility is not None else ())
 
 
 def _feeder_lines(fs) -> List[str]:

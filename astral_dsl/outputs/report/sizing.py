@@ -7,7 +7,7 @@ from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.facility import COMPONENTS
-from astral_dsl.outputs.feeder_load import failover_through_w, loading, through_w
+from astral_dsl.outputs.feeder_load import all_feeders, failover_through_w, loading, through_w
 from astral_dsl.outputs.report.bom import bom_lines
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
@@ -31,13 +31,17 @@ def engineering_tables(eng) -> str:
                      [[lv.kind, lv.path, lv.replicas, _kw(lv.peak_w), _kw(lv.average_w),
                        _kw(lv.peak_w * lv.replicas), _kw(lv.average_w * lv.replicas)]
                       for lv in p.levels], "Power by level (IT load)", tid="size-levels"))
-    if p.feeders:
+    # the facility's own consumers' feeders (`mechanical = true`) too, as `astral size` lists them
+    feeders = all_feeders(eng)
+    if feeders:
         out.append(table(
             ["feeder", "feeders", "type", "side", "V", "load kW", "normal kW", "through kW",
              "through, one failed kW", "capacity kW", "normal % of capacity", "current A", "at V",
              "voltage drop %",
              "rectifier modules", "needed", "battery Ah needed", "battery Ah installed"],
-            [[f.path, f.replicas * f.count, f.current_type, f.side, f.voltage_v, _kw(f.load_w),
+            [[f.path, f.replicas * f.count,
+              f.current_type + (" net" if f.network_w else " mech" if f.mechanical_w else ""),
+              f.side, f.voltage_v, _kw(f.load_w),
               _kw(f.normal_w), _kw(through_w(f, f.normal_w)), _kw(failover_through_w(f)),
               _kw(f.capacity_w),
               round(loading(f, f.normal_w) * 100, 2) if f.capacity_w else None, round(f.current_a, 1), f.low_voltage_v or None,
@@ -45,7 +49,7 @@ def engineering_tables(eng) -> str:
               f.rectifier_modules, f.rectifier_modules_needed,
               round(f.battery_required_ah, 1) if f.battery_required_ah else None,
               round(f.battery_available_ah, 1) if f.battery_available_ah else None]
-             for f in p.feeders], "Feeders (normal operation and with one feeder failed)",
+             for f in feeders], "Feeders (normal operation and with one feeder failed)",
             tid="size-feeders"))
     if c.loops:
         out.append(table(
