@@ -40,7 +40,7 @@ class AirResult:
     heat_w: float
     rise_k: float
     flow_m3s: float
-    max_rack_heat_w: float
+    max_rack_heat_w: float     # the most heat one rack it serves sends to air (what E644 checks)
     owner: str = ""
     fan_power_ratio: Optional[float] = None
     it_heat_w: float = 0.0      # the part of heat_w that comes from what it serves (not switches)
@@ -49,6 +49,7 @@ class AirResult:
     dew_point_c: Optional[float] = None
     pressure_pa: Optional[float] = None
     average_at: Tuple[Tuple[Optional[float], float], ...] = ()   # as LoopResult's
+    rack_limit_w: Optional[float] = None   # its declared `max_rack_heat` (None: not declared)
 
 
 def _si(v) -> Optional[float]:
@@ -127,7 +128,7 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
     _envelope(inst, diags)
     return AirResult(inst.path, replicas, heat, rise, flow, worst,
                      owner.path if owner is not None else "", ratio, it_heat, average, density,
-                     dew, pressure_pa, average_at)
+                     dew, pressure_pa, average_at, limit)
 
 
 def _less(pair) -> float:

@@ -62,10 +62,11 @@ def engineering_tables(eng) -> str:
     if c.air:
         out.append(table(
             ["air unit", "units", "heat kW", "rise K", "flow m³/h", "flow CFM",
-             "max rack heat kW"],
+             "worst rack to air kW", "max rack heat kW"],
             [[a.path, a.replicas, _kw(a.heat_w), a.rise_k,
               round(formulas.m3s_to_m3_per_h(a.flow_m3s), 1),
-              round(formulas.m3s_to_cfm(a.flow_m3s), 1), _kw(a.max_rack_heat_w) or None]
+              round(formulas.m3s_to_cfm(a.flow_m3s), 1), _kw(a.max_rack_heat_w) or None,
+              _kw(a.rack_limit_w)]
              for a in c.air], "Air cooling (each unit)", tid="size-air"))
     for k, f in enumerate(eng.fabrics):
         caption = f"Network: {f.fabric} on {f.owner}" + (
