@@ -383,3 +383,47 @@ def test_the_sites_auxiliaries_are_heat_in_its_circuits_and_the_size_table_says_
 
     assert "their share of the losses and of the lighting and auxiliaries" in \
         _circuits(with_aux.cooling.facility)[0].title
+
+
+def test_a_stdlib_air_units_rack_limit_is_reported_where_the_user_sets_it():
+    """`air doors = RearDoor(rated = 40 kW)` on 40.8 kW racks: E644 pointed inside
+    stdlib/cooling.astral (`max_rack_heat = rated`), which the user does not edit; it points at
+    the unit in the user's file. Its hint said to raise the air rise, which the limit does not
+    depend on."""
+    text = """import stdlib.cooling { RearDoor }
+host H { power = 10.2 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 2 x R
+  air doors = RearDoor(rated = 40 kW) { dew_point = 12 degC }
+}
+"""
+    ws = astral_dsl.compiles(text, name="doors.astral")
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E644"]
+    assert (e.span.file, e.span.start.line) == ("doors.astral", 6)
+    assert e.message == "a rack sends 40.8 kW to air, more than `S.doors` removes per rack " \
+                        "(40 kW at a 12 K rise)"
+    assert "air rise" not in e.hint and "`max_rack_heat`" in e.hint
+
+
+def test_the_size_json_gives_an_air_units_limit_and_its_worst_rack_apart():
+    """`max_rack_heat_kw` in `astral size --format json` (and the review's "max rack heat"
+    column) held the most heat one rack sends to air, not the unit's `max_rack_heat`: rear
+    doors rated 45 kW on 40.8 kW racks read 40.8, a room without a limit 0.0. The limit is
+    `max_rack_heat_kw` (null without one), the worst rack `rack_air_heat_kw`."""
+    from astral_dsl.outputs.size_json import air_json
+
+    text = """import stdlib.cooling { RearDoor }
+host H { power = 10.2 kW, liquid_share = 25 % }
+rack R { hosts = 4 x H }
+site S {
+  racks = 2 x R
+  air doors = RearDoor(rated = 45 kW) { dew_point = 12 degC }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, dew_point = 12 degC }
+}
+"""
+    eng = astral_dsl.check(astral_dsl.compiles(text, name="doors.astral")).engineering
+    got = {a.path: air_json(a) for a in eng.cooling.air}
+    assert (got["S.doors"]["max_rack_heat_kw"], got["S.doors"]["rack_air_heat_kw"]) == \
+        (45.0, 30.6)                                     # 40.8 kW x 75 % to air
+    assert (got["S.room"]["max_rack_heat_kw"], got["S.room"]["rack_air_heat_kw"]) == (None, 30.6)

@@ -565,3 +565,38 @@ def test_every_example_passes_strict(name):
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0, [f"{d['code']} {d['message']}" for d in doc["diagnostics"]]
     assert doc["valid"] is True and doc["diagnostics"] == []
+
+
+def test_w656_with_partial_hours_says_they_are_on_both_sides():
+    """Over a climate, the hours the heat rejection and the chillers share the heat are free
+    cooling for the fans' warning and chiller hours for the chillers': the two said 5,867 h
+    "of free cooling" and 6,098 h "without free cooling", which add up to 11,965 h of a
+    8,760 h year. Each now splits its hours."""
+    text = """gpu G { power = 700 W, max_supply = 45 degC }
+host H { gpus = 8 x G, power = 10.2 kW, liquid_share = 75 % }
+rack R { hosts = 4 x H }
+fluid Water { coolprop = "Water" }
+facility W { supply = 30 degC, rise = 10 K, rejection = dry_cooler, rejection_approach = 8 K
+             pump_head = 300 kPa, pump_efficiency = 80 % }
+site S {
+  racks = 20 x R
+  auxiliary = 5 kW
+  climate = "stdlib/climate/723170TYA.CSV"
+  loop plates { fluid = Water, supply = 36 degC, rise = 10 K, pump_head = 200 kPa
+                pump_efficiency = 70 %, facility = W }
+}
+"""
+    ws = astral_dsl.compiles(text, name="partial.astral")
+    w656 = sorted(d.message for d in astral_dsl.check(ws).diagnostics if d.code == "W656")
+    (cy,) = astral_dsl.check(ws).engineering.cooling.facility.circuits
+    free, partial, mech = (round(h) for h in (cy.free_h, cy.partial_h, cy.mechanical_h))
+    assert partial > 0 and free + partial + mech == 8760
+    g = "{:,}".format
+    assert w656 == [
+        f"facility water `W` declares no `chiller` (or `chiller_cop`): its chillers count as 0 W "
+        f"for the {g(partial + mech)} h a year without full free cooling ({g(partial)} h sharing "
+        f"the heat with the heat rejection, {g(mech)} h carrying all of it)",
+        f"facility water `W` has {g(free + partial)} h of free cooling ({g(free)} h with the "
+        f"chillers off, {g(partial)} h sharing the heat with them) but no `rejection_fan_ratio`: "
+        f"the fans of its dry coolers (or cooling towers) count as 0 W in the facility power and "
+        f"the PUE"]

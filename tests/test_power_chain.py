@@ -118,6 +118,30 @@ def test_rectifiers_carry_the_load_and_the_recharge():
     assert f.no_load_w == pytest.approx(2000)
 
 
+def test_too_few_modules_says_what_they_carry_and_points_at_the_users_file():
+    """E627 said only "needs 8 ... has 7": the hint now gives what the modules carry (the load
+    and the recharge, 300 + 28.8 kW), the count the load needs (7) and what the redundancy
+    makes of it (8). A stdlib rectifier whose `modules` the user cannot write (PowerShelf's
+    `6 * shelves`) is pointed at where the user names it, not inside stdlib/power.astral."""
+    ws = astral_dsl.compiles(CHAIN.replace("@END@", "1.63 V").replace(
+        "Rectifier(rating = 50 kW)", "Rectifier(rating = 50 kW, modules = 7)"), name="chain.astral")
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E627"]
+    assert e.message == "`S.hvdc` needs 8 rectifier modules of 50 kW (n_plus_1) but `Rectifier` has 7"
+    assert e.hint == ("use at least 8 modules: 328.8 kW (28.8 kW of it the batteries' recharge) "
+                      "on 50 kW modules need 7, and n_plus_1 makes 8")
+    shelf = CHAIN.replace("@END@", "1.63 V").replace(
+        "import stdlib.power { HVDC240, AC400, Rectifier, LeadAcid }",
+        "import stdlib.power { HVDC240, AC400, Rectifier, LeadAcid, PowerShelf }").replace(
+        "rectifier = Rectifier(rating = 50 kW)\n    battery = B",
+        "rectifier = PowerShelf(shelves = 8)")
+    ws = astral_dsl.compiles(shelf, name="shelf.astral")
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E627"]
+    # 300 kW on 5.5 kW modules: 55, doubled (two_n): 110 of the 48 installed
+    assert e.hint == "use at least 110 modules: 300 kW on 5.5 kW modules need 55, and two_n makes 110"
+    assert e.span.file == "shelf.astral" and e.span.start.line == shelf[:shelf.index(
+        "PowerShelf(shelves")].count("\n") + 1
+
+
 def test_every_component_of_the_pue_by_hand():
     checked = _chain()
     assert not _errors(checked)
@@ -536,3 +560,34 @@ def test_a_sites_altitude_has_a_physical_domain(altitude, codes):
         assert found[0].message.startswith("site `S` is at ")
         assert "above the 3,050 m of ASHRAE TC 9.9's air-cooled classes A1-A4" in \
             found[0].message
+
+
+def test_a_ups_battery_on_an_ac_feeder_is_sized_at_its_own_end_of_discharge():
+    """The AC UPS of the engineering notes: 1 MW for 5 min, 240 cells (420 V end), eta 0.95 ->
+    I = 2,506 A, 287 Ah with the aging and design factors. On a 415 V AC feeder its 420 V end
+    was compared with the AC line voltage (E635: "it would never discharge into it") and the
+    battery was not sized; the battery of a UPS is behind its inverter, on its DC link."""
+    text = """import stdlib.power { LeadAcid, AC415 }
+host H { power = 10 kW }
+rack R { hosts = 10 x H }
+row Row {
+  racks = 10 x R
+  feeder ups {
+    current = ac, voltage = 415 V, phases = 3, power_factor = 95 %, standard = AC415
+    capacity = 1.2 MW, efficiency = 100 %, serves = racks
+    battery = LeadAcid(autonomy = 5 min, cells = 240, efficiency = 95 %)
+  }
+}
+site S { rows = 1 x Row }
+"""
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="ups.astral"))
+    assert not [d for d in checked.diagnostics if d.code == "E635"]
+    (f,) = checked.engineering.power.feeders
+    assert f.battery_current_a == pytest.approx(1e6 / (0.95 * 420), abs=0.1)    # 2,506.3 A
+    assert f.battery_required_ah == pytest.approx(2506.27 * 5 / 60 * 1.25 * 1.1, abs=0.1)
+    assert round(f.battery_required_ah) == 287
+    # on a DC bus the same battery is E635: it would float above a 400 V bus
+    dc = text.replace("current = ac, voltage = 415 V, phases = 3, power_factor = 95 %, "
+                      "standard = AC415", "current = dc, voltage = 400 V")
+    checked = astral_dsl.check(astral_dsl.compiles(dc, name="dc.astral"))
+    assert [d.code for d in checked.diagnostics if d.code == "E635"] == ["E635"]

@@ -495,3 +495,157 @@ def test_the_designs_cdu_power_is_null_where_no_loops_cdu_states_it(summary):
     claims."""
     assert [lp["cdu_power_kw"] for lp in summary["loops"]] == [None]
     assert summary["cdu_power_kw"] is None
+
+
+def test_the_failover_column_is_the_power_through_the_feeder_as_e621_checks_it(reference):
+    """The reference's utility feeders are 97 % efficient: a row's whole 652.8 kW, with its HVDC
+    side failed, is 652.8 / 0.97 = 673.0 kW through the feeder, the figure E621 compares with
+    its 800 kW capacity. The failover column read 652.8 kW (the load), so a feeder whose check
+    failed (446.8 kW through a 440 kW rating) showed a failover under its capacity."""
+    text = render_report(reference.design, reference.engineering, width=200)
+    (row,) = [ln.split() for ln in text.splitlines()
+              if ln.startswith(" Astral.pods[0].rows[0].utility ") and "kW" in ln]
+    # feeder, x, type (2 words), V, then load, normal, through, failover, capacity
+    assert row[5:] == ["652.8", "kW", "326.4", "kW", "336.5", "kW", "673.0", "kW", "800.0",
+                       "kW"], row
+    assert "through, failover: the feeder's share of the load over its efficiency (against its " \
+           "capacity), in normal operation and with one feeder failed" in " ".join(text.split())
+
+
+_TOWERS = """
+import stdlib.cooling { Centrifugal }
+gpu G { power = 700 W }
+host H { gpus = 8 x G, power = 10.2 kW, liquid_share = 0 % }
+rack R { hosts = 4 x H }
+facility Chilled {
+  supply = 16 degC, rise = 8 K, pump_head = 300 kPa, pump_efficiency = 80 %
+  rejection = cooling_tower, rejection_approach = 5.6 K, CHILLER
+}
+site S {
+  racks = 20 x R
+  auxiliary = 5 kW
+  utilization = 80 %
+  climate = "stdlib/climate/723170TYA.CSV"
+  air room {
+    supply = 25 degC, rise = 12 K, FANS approach = 9 K, dew_point = 12 degC, facility = Chilled
+  }
+}
+"""
+
+
+def test_the_peak_hour_is_the_hour_that_draws_the_most_not_said_to_be_the_hottest(tmp_path):
+    """Greensboro's hottest hour is 07-09 14:00 (35.6 degC dry bulb), but cooling towers follow
+    the wet bulb: their chillers work hardest on 07-20 13:00 (33.9 degC, the year's highest dew
+    point, 25 degC). The size report called that hour "the hottest hour"; and where nothing
+    counted follows the weather (no chiller, no fans) every hour draws alike, and it named the
+    file's first hour (01-01 01:00) as the hottest."""
+    towers = tmp_path / "towers.astral"
+    towers.write_text(_TOWERS.replace("CHILLER", "chiller = Centrifugal, rejection_fan_ratio = 1 %")
+                      .replace("FANS", "fan_power_ratio = 3 %,"))
+    out = " ".join(_cli(["size", str(towers)], columns=200).stdout.split())
+    assert "peak demand at the utility point: 961.6 kW, the hour of " \
+           "`stdlib/climate/723170TYA.CSV` that draws the most (07-20 13:00)" in out
+    assert "hottest" not in out
+    flat = tmp_path / "flat.astral"
+    flat.write_text(_TOWERS.replace("CHILLER", "economiser = none").replace("FANS", ""))
+    run = _cli(["size", str(flat), "--format", "json"])
+    assert json.loads(run.stdout)["summary"]["facility"]["peak_hour"] is None
+    out = " ".join(_cli(["size", str(flat)], columns=200).stdout.split())
+    assert "full load, every hour of `stdlib/climate/723170TYA.CSV` alike" in out
+
+
+_UNSTATED = """
+import stdlib.cooling { Water, RowCDU }
+gpu G { power = 700 W, max_supply = 45 degC }
+host H { gpus = 8 x G, power = 10.2 kW, liquid_share = 75 % }
+rack R { hosts = 4 x H }
+facility W { supply = 18 degC, rise = 8 K, rejection = dry_cooler, rejection_approach = 6 K }
+site S {
+  racks = 20 x R
+  auxiliary = 5 kW
+  utilization = 80 %
+  climate = "stdlib/climate/723170TYA.CSV"
+  loop plates {
+    fluid = Water, supply = 36 degC, rise = 10 K, cdu = RowCDU(capacity = 1 MW), cdus = 2
+    redundancy = n_plus_1, facility = W
+  }
+  air room { supply = 25 degC, rise = 12 K, approach = 5 K, dew_point = 12 degC, facility = W }
+}
+"""
+
+
+def test_the_facility_table_names_what_it_does_not_count_beside_its_0_w(tmp_path):
+    """A hall that declares no pumps (loop and circuit), no fan ratios, no chiller and no feeder
+    draws 0 W for each of them, which warnings say (W648, W657, W656, W626); the facility table
+    printed each 0 W line with its basis as if it were computed ("hour by hour over the
+    climate" beside 0 W of chillers for 3,000 h of chiller hours), and its PUE with them."""
+    design = tmp_path / "unstated.astral"
+    design.write_text(_UNSTATED)
+    out = " ".join(_cli(["size", str(design)], columns=200).stdout.split())
+    table = out[out.index("Facility: what it draws"):]
+    for line in ("transformer losses 0 kW 0 kW no `transformer` and no feeder (W626): not counted",
+                 "conversion losses 0 kW 0 kW no feeder (W626): not counted",
+                 "secondary pumps 0 kW 0 kW at the loops' design flow, all year; `S.plates`: "
+                 "pumps not stated (W648), not counted",
+                 "facility-water pumps 0 kW 0 kW at the circuits' design flow, all year; `W`: "
+                 "pumps not stated (W648), not counted",
+                 "air units: fan ratio x heat removed; `S.room`: no `fan_power_ratio` (W657), "
+                 "not counted",
+                 "chillers 0 kW 0 kW hour by hour over the climate; `W`: no `chiller` (W656), "
+                 "not counted",
+                 "heat rejection fans 0 kW 0 kW fan ratio x heat rejected; `W`: no "
+                 "`rejection_fan_ratio`, not counted"):
+        assert line in table, line
+    # the headline's PUE, 1.023 with all of that at 0 W, says it is a lower bound, and the JSON
+    # which components it leaves parts of out
+    assert "PUE 1.023 (a lower bound: transformer losses, conversion losses, secondary " \
+           "pumps, facility-water pumps, fans (air units), chillers, heat rejection fans not all " \
+           "counted, see the facility table)" in out
+    doc = json.loads(_cli(["size", str(design), "--format", "json"]).stdout)
+    (circuit,) = doc["summary"]["facility"]["circuits"]
+    assert circuit["rejection_fan_ratio"] is None           # not declared: was 0.0
+    assert doc["summary"]["facility"]["uncounted"] == [
+        "transformers_kw", "losses_kw", "pumps_kw", "facility_pumps_kw", "fans_kw",
+        "chillers_kw", "rejection_kw"]
+    # a design that declares them all reads as before (the gb200 hall's CDUs aside)
+    out = " ".join(_cli(["size", "examples/gb200_nvl72.astral"], columns=200).stdout.split())
+    assert "not counted" not in out.replace("`CDU` states no `power`: not counted", "")
+    assert "PUE 1.1423 (a lower bound: CDUs not all counted, see the facility table)" in out
+
+
+_MV = """host H { power = 10 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 10 x R
+  auxiliary = 5 kW
+  transformer mv { capacity = 2000 kVA, count = 2, redundancy = two_n, power_factor = 95 % }
+  feeder f { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, capacity = 500 kW
+             efficiency = 97 %, serves = racks }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
+  facility water { supply = 15 degC, rise = 8 K, free_cooling = 0 h, chiller_cop = 5 }
+}
+"""
+
+
+def test_a_transformer_without_losses_is_named_beside_its_0_w(tmp_path):
+    """`transformer mv { capacity = 2000 kVA, count = 2 }` states no losses: W630 says they count
+    as 0 W, and the facility table's transformer line read 0 W "no-load and load losses, hour
+    by hour" as if computed."""
+    design = tmp_path / "mv.astral"
+    design.write_text(_MV)
+    out = " ".join(_cli(["size", str(design)], columns=250).stdout.split())
+    assert "transformer losses 0 kW 0 kW no-load and load losses, hour by hour; `S.mv`: no " \
+           "`no_load_loss` or `load_loss` (W630), not counted" in out
+
+
+
+def test_a_feeder_without_efficiency_is_named_beside_the_conversion_losses(tmp_path):
+    """W624: a feeder without `efficiency` (nor a rectifier's) loses 0 W; the conversion losses'
+    line named no one, and the headline's PUE did not say it left them out."""
+    design = tmp_path / "eff.astral"
+    design.write_text(_MV.replace("efficiency = 97 %, ", ""))
+    out = " ".join(_cli(["size", str(design)], columns=250).stdout.split())
+    assert "feeders' conversion, rectifiers at no load; `S.f`: no `efficiency` (W624), not " \
+           "counted" in out
+    assert "(a lower bound: transformer losses, conversion losses, facility-water pumps, heat " \
+           "rejection fans not all counted" in out

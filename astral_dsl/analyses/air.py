@@ -40,7 +40,7 @@ class AirResult:
     heat_w: float
     rise_k: float
     flow_m3s: float
-    max_rack_heat_w: float
+    max_rack_heat_w: float     # the most heat one rack it serves sends to air (what E644 checks)
     owner: str = ""
     fan_power_ratio: Optional[float] = None
     it_heat_w: float = 0.0      # the part of heat_w that comes from what it serves (not switches)
@@ -49,6 +49,7 @@ class AirResult:
     dew_point_c: Optional[float] = None
     pressure_pa: Optional[float] = None
     average_at: Tuple[Tuple[Optional[float], float], ...] = ()   # as LoopResult's
+    rack_limit_w: Optional[float] = None   # its declared `max_rack_heat` (None: not declared)
 
 
 def _si(v) -> Optional[float]:
@@ -106,12 +107,17 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
     limit = _si(inst.field("max_rack_heat"))
     if limit is not None and worst > limit * (1 + 1e-9):
         sent, removed = readable.powers_apart(worst, limit, 2)
+        # where the user's file sets the limit: a template's (stdlib's `RearDoor(rated = ...)`)
+        # is written in the template's body, which the user does not edit: the unit instead
+        span = inst.span_of("max_rack_heat")
+        if span is None or inst.span is None or span.file != inst.span.file:
+            span = inst.span
         diags.append(Diagnostic("E644", Severity.ERROR,
                                 f"a rack sends {sent} to air, more than `{inst.path}` removes "
                                 f"per rack ({removed} at a "
-                                f"{format_number(rise)} K rise)", inst.span_of("max_rack_heat"),
-                                "raise the liquid share or the air rise, or lower the rack's "
-                                "load"))
+                                f"{format_number(rise)} K rise)", span,
+                                "raise the racks' liquid share, lower their load, or use a unit "
+                                "that removes more per rack (`max_rack_heat`)"))
     ratio = _si(inst.field("fan_power_ratio"))
     if ratio is None and heat > 0:
         diags.append(Diagnostic("W657", Severity.WARNING,
@@ -122,7 +128,7 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
     _envelope(inst, diags)
     return AirResult(inst.path, replicas, heat, rise, flow, worst,
                      owner.path if owner is not None else "", ratio, it_heat, average, density,
-                     dew, pressure_pa, average_at)
+                     dew, pressure_pa, average_at, limit)
 
 
 def _less(pair) -> float:

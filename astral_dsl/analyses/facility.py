@@ -1,6 +1,7 @@
 """What the facility draws, component by component, as an annual average (the PUE of ISO/IEC
 30134-2 is a ratio of yearly energies, the IT energy measured at the IT equipment's input) and
-at the peak (what the utility point supplies at full load in the hottest hour of the year):
+at the peak (what the utility point supplies at full load in the hour of the year it draws the
+most: with cooling towers, the most humid rather than the hottest):
 
 - IT: the hosts at their utilization, the switches at full power (analyses/utilization.py);
 - transformer losses: the stages at the utility point (analyses/chain.py), hour by hour;
@@ -85,7 +86,7 @@ class CircuitYear:
     fans_w: float                 # the heat rejection's, average
     chillers_peak_w: float = 0.0  # at the facility's peak hour
     fans_peak_w: float = 0.0
-    fan_ratio: float = 0.0        # of the heat rejected
+    fan_ratio: Optional[float] = None   # of the heat rejected; None: not declared (0 W, W656)
     cop: Optional[float] = None   # declared (fixed, or at the chiller's rating point)
 
 
@@ -99,7 +100,7 @@ class FacilityResult:
     climate: Optional[str] = None
     climate_place: str = ""
     climate_hours: int = 0
-    peak_hour: Optional[str] = None               # the hottest hour (MM-DD HH:00)
+    peak_hour: Optional[str] = None               # the hour of the most draw (MM-DD HH:00)
     pressure_pa: Optional[float] = None
     pressure_from: str = ""
     default_transformer: bool = False             # losses at the sourced default (W630)
@@ -298,7 +299,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                                   p.economiser if p.return_c is not None or
                                   p.economiser == "none" else "switchover", how, y.free_h,
                                   y.partial_h, y.mechanical_h, y.chillers_w, y.fans_w,
-                                  fan_ratio=p.fan_ratio,
+                                  fan_ratio=_si(inst.field("rejection_fan_ratio")),
                                   cop=p.chiller.cop if p.chiller is not None else None),
                       prof))
     cdus = sum(lp.replicas * lp.cdu_w for lp in loops)
@@ -376,7 +377,10 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                   sum(cy.fans_peak_w for cy in done),
                   sum(s.losses(site_peak) for s in stages) + chain.default_losses(bare_load[1]),
                   fpumps, aux_w)
-    stamp = climate.stamps[hot] if climate is not None and len(peak_hours) > 1 else None
+    # no hour is the peak where every hour draws alike (nothing counted follows the weather):
+    # the first hour of the file would be named as if it were
+    flat = max(peak_hours) - min(peak_hours) <= 1e-9 * max(abs(peak_hours[hot]), 1.0)
+    stamp = climate.stamps[hot] if climate is not None and not flat else None
     return FacilityResult(average, peak, done, tuple(transformers), tuple(mech),
                           climate.name if climate is not None else None,
                           climate.place if climate is not None else "",

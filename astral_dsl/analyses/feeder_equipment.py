@@ -100,8 +100,9 @@ def _once(diags, d: Diagnostic) -> None:
         diags.append(d)
 
 
-def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
-    """(modules needed, modules declared, no-load draw of the installed modules in W)."""
+def rectifier(f: Instance, load, resolve, diags, reqs, units: int, recharge_w: float = 0.0):
+    """(modules needed, modules declared, no-load draw of the installed modules in W) for
+    `load` W, of which `recharge_w` is its batteries' recharge."""
     rect = resolve(f.field("rectifier"))
     if rect is None:
         return None, None, 0.0
@@ -120,7 +121,8 @@ def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
                                    f"`redundancy`: N+1 (one spare module) is assumed",
                            f.span_of("rectifier"),
                            "declare `redundancy = n_plus_1` (or `n`, `two_n`) on the rectifier"))
-    needed = formulas.with_redundancy(formulas.modules_needed(load, module, derate), scheme)
+    base = formulas.modules_needed(load, module, derate)
+    needed = formulas.with_redundancy(base, scheme)
     modules = rect.field("modules")
     if isinstance(modules, UnknownValue):
         reqs.append(Requirement(modules.key, needed, units, _si(rect.field("price")) or 0.0,
@@ -131,9 +133,15 @@ def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
     declared_q = _si(modules)
     declared = int(declared_q) if declared_q is not None else None
     if declared is not None and declared < needed:
+        rated = f" derated to {format_number(round(derate * 100, 4))} %" if derate < 1 else ""
+        what = f" ({readable.power(recharge_w)} of it the batteries' recharge)" \
+            if recharge_w else ""
         diags.append(_err("E627", f"`{f.path}` needs {needed} rectifier modules of "
                                   f"{format_number(module / 1e3)} kW ({scheme}) but "
-                                  f"`{rect.path}` has {declared}", rect.span_of("modules")))
+                                  f"`{rect.path}` has {declared}", _written(f, rect, "modules"),
+                          f"use at least {needed} modules: {readable.power(load)}{what} "
+                          f"on {format_number(module / 1e3)} kW modules{rated} need {base}, "
+                          f"and {scheme} makes {needed}"))
     installed = declared if declared is not None else needed
     return needed, declared, installed * module * (_si(rect.field("no_load_loss")) or 0.0)
 
@@ -172,8 +180,10 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                            "lead-acid)"))
         return None, None, None
     bus = _si(f.field("voltage"))
-    if bus and cells * end_v > bus * (1 + 1e-9):
-        # a battery discharges from its float voltage down: its end is below its bus's nominal
+    # a battery discharges from its float voltage down: its end is below its bus's nominal. On
+    # an AC feeder (a UPS) it sits behind the inverter, on a DC link whose voltage the feeder
+    # does not state: 240 cells end at 420 V on a 400 V AC output, as UPSs are built
+    if _sym(f.field("current")) == "dc" and bus and cells * end_v > bus * (1 + 1e-9):
         diags.append(_err("E635", f"battery `{bat.path}` of `{f.path}` ends its discharge at "
                                   f"{format_number(int(cells))} x {format_number(end_v)} V = "
                                   f"{format_number(round(cells * end_v, 3))} V, above the "

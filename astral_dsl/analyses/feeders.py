@@ -211,7 +211,7 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                                                   replicas * count, _of_load(share, own))
     refill = recharge(f, b_available or b_required, voltage, resolve, diags)
     needed, declared, no_load = rectifier(f, max(design, carried) * through + refill, resolve,
-                                          diags, reqs, replicas * count)
+                                          diags, reqs, replicas * count, refill)
     eff = _si(f.field("efficiency"))
     rect = resolve(f.field("rectifier"))
     rect_eff = _si(rect.field("efficiency")) if rect is not None else None

@@ -22,21 +22,30 @@ def _warn(code, msg, span, hint=None) -> Diagnostic:
 
 def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_rejection.Plan,
                     diags) -> None:
+    # the partial hours are both: the heat rejection carries part of the heat (free cooling)
+    # and the chillers the rest; the two warnings say so, or their hours add up past the year
+    split = f" ({readable.grouped(year.partial_h)} h sharing the heat with the heat " \
+            f"rejection, {readable.grouped(year.mechanical_h)} h carrying all of it)" \
+        if year.partial_h else ""
     if p.chiller is None and year.free_h < HOURS_PER_YEAR - 1e-6:
         diags.append(_warn("W656", f"facility water `{circuit.path}` declares no `chiller` (or "
                                    f"`chiller_cop`): its chillers count as 0 W for the "
                                    f"{readable.grouped(HOURS_PER_YEAR - year.free_h)} h a year "
-                                   f"without free cooling", circuit.span,
+                                   f"without {'full ' if split else ''}free cooling{split}",
+                           circuit.span,
                            "declare `chiller = ...` (a chiller model) or `chiller_cop`, or "
                            "make the water warm enough that no chiller runs"))
     if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
             year.free_h + year.partial_h > 0:
         said = "declares" if _si(circuit.field("free_cooling")) is not None else "has"
+        part = f" ({readable.grouped(year.free_h)} h with the chillers off, " \
+               f"{readable.grouped(year.partial_h)} h sharing the heat with them)" \
+            if year.partial_h else ""
         diags.append(_warn("W656", f"facility water `{circuit.path}` {said} "
                                    f"{readable.grouped(year.free_h + year.partial_h)} h of free "
-                                   f"cooling but no `rejection_fan_ratio`: the fans of its dry "
-                                   f"coolers (or cooling towers) count as 0 W in the facility "
-                                   f"power and the PUE", circuit.span_of("free_cooling"),
+                                   f"cooling{part} but no `rejection_fan_ratio`: the fans of "
+                                   f"its dry coolers (or cooling towers) count as 0 W in the "
+                                   f"facility power and the PUE", circuit.span_of("free_cooling"),
                            "declare `rejection_fan_ratio` (fan power per watt of heat "
                            "rejected, from the dry coolers' data sheet)"))
 

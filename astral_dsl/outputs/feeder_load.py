@@ -10,6 +10,13 @@ from __future__ import annotations
 from typing import Optional
 
 
+def all_feeders(eng):
+    """The IT feeders and those of the facility's own consumers (`mechanical = true`), as the
+    size report and the review's feeder table list them."""
+    facility = eng.cooling.facility
+    return tuple(eng.power.feeders) + (tuple(facility.feeders) if facility is not None else ())
+
+
 def through_w(f, share_w: float) -> float:
     """The power through feeder `f`'s conductors when it carries `share_w` of load."""
     return share_w * f.input_ratio
@@ -19,6 +26,13 @@ def failover_share_w(f) -> Optional[float]:
     """The load feeder `f` carries with one more feeder failed; None when no feeder is left to
     carry it (a lone feeder, or one already down): the load is lost, it is not 0 W."""
     return None if f.load_w > 0 and not f.failover_w else f.failover_w
+
+
+def failover_through_w(f) -> Optional[float]:
+    """The power through feeder `f` with one more feeder failed (`failover_share_w` over its
+    efficiency: what E621 compares with its capacity); None when no feeder is left."""
+    share = failover_share_w(f)
+    return None if share is None else through_w(f, share)
 
 
 def loading(f, share_w: float) -> Optional[float]:

@@ -3,7 +3,7 @@ the transformers at the utility point, and its draw component by component with 
 tables (outputs/size_report.py) and as JSON (outputs/size_json.py)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
@@ -23,24 +23,65 @@ def _r(x: Optional[float], digits: int = 3) -> Optional[float]:
 def _basis(eng: Engineering) -> Dict[str, str]:
     c = eng.cooling
     f = c.facility
+    circuits = f.circuits if f else ()
     weather = "hour by hour over the climate" if f and f.climate else \
         "the declared free-cooling hours"
     chain = "no-load and load losses, hour by hour"
+    fed = bool(eng.power.feeders or (f and f.feeders))
+    if not fed and f and not f.transformers:
+        chain = "no `transformer` and no feeder (W626): not counted"
     if f and f.default_transformer:     # no transformer at all, or a site without one
         chain = f"{chain}; 0.47 % of the load of the sites without one (W630)" \
             if f.transformers else "0.47 % of the load (no transformer: W630)"
+    chain = _unstated(chain, [t.path for t in (f.transformers if f else ())
+                              if not t.no_load_w and not t.load_loss_w],
+                      "no `no_load_loss` or `load_loss` (W630)")
     return {
         "it_w": "hosts at their utilization, switches at full power",
         "transformers_w": chain,
-        "losses_w": "feeders' conversion, rectifiers at no load",
+        "losses_w": _unstated("feeders' conversion, rectifiers at no load", [
+            x.path for x in list(eng.power.feeders) + list(f.feeders if f else ())
+            if x.load_w > 0 and x.efficiency is None], "no `efficiency` (W624)") if fed else
+        "no feeder (W626): not counted",
         "cdus_w": _cdu_basis(c.loops),
-        "pumps_w": "at the loops' design flow, all year",
-        "facility_pumps_w": "at the circuits' design flow, all year",
-        "fans_w": "air units: fan ratio x heat removed",
-        "chillers_w": weather,
-        "rejection_w": "fan ratio x heat rejected",
+        "pumps_w": _unstated("at the loops' design flow, all year", [
+            lp.path for lp in c.loops if lp.heat_w > 0 and not lp.pump_w],
+            "pumps not stated (W648)"),
+        "facility_pumps_w": _unstated("at the circuits' design flow, all year", [
+            cy.circuit.path for cy in circuits if cy.circuit.peak_w > 0 and
+            not cy.circuit.pump_w], "pumps not stated (W648)"),
+        "fans_w": _unstated("air units: fan ratio x heat removed", [
+            a.path for a in c.air if a.heat_w > 0 and a.fan_power_ratio is None],
+            "no `fan_power_ratio` (W657)"),
+        "chillers_w": _unstated(weather, [
+            cy.circuit.path for cy in circuits if cy.cop is None and
+            cy.partial_h + cy.mechanical_h > 0], "no `chiller` (W656)"),
+        "rejection_w": _unstated("fan ratio x heat rejected", [
+            cy.circuit.path for cy in circuits if cy.circuit.peak_w > 0 and
+            cy.fan_ratio is None], "no `rejection_fan_ratio`"),
         "auxiliary_w": "the site's `auxiliary`, all year",
     }
+
+
+def uncounted(eng: Engineering) -> List[Tuple[str, str]]:
+    """(field, label) of the components some of whose parts the facility's draw does not count
+    (their data not declared: the basis says which), in the table's order: the PUE is a lower
+    bound."""
+    if eng.cooling.average is None:
+        return []
+    notes = _basis(eng)
+    return [(name, label) for name, label in COMPONENTS if "not counted" in notes[name]]
+
+
+def _unstated(basis: str, paths: List[str], missing: str) -> str:
+    """A component's basis, naming the parts whose share of it is not counted (0 W: their
+    data is not declared, which a warning says: W648 pumps, W657 fans, W656 chillers and heat
+    rejection), so that a line that reads 0 W or too little is not taken for a computed one."""
+    if not paths:
+        return basis
+    names = ", ".join(f"`{p}`" for p in paths[:3]) + (
+        f" and {len(paths) - 3:,} more" if len(paths) > 3 else "")
+    return f"{basis}; {names}: {missing}, not counted"
 
 
 def _cdu_basis(loops) -> str:
@@ -82,8 +123,10 @@ def facility_tables(eng: Engineering) -> List[Table]:
 
 def _peak_line(eng: Engineering) -> str:
     c, f = eng.cooling, eng.cooling.facility
-    when = f"the hottest hour of `{f.climate}` ({f.peak_hour})" if f.peak_hour else \
+    when = f"the hour of `{f.climate}` that draws the most ({f.peak_hour})" if f.peak_hour else \
         "full load with the chillers on" if c.peak.chillers_w else "full load"
+    if f.climate and not f.peak_hour:       # nothing counted follows the weather
+        when += f", every hour of `{f.climate}` alike"
     return f"peak demand at the utility point: {readable.power(c.peak.total_w)}, {when}"
 
 
@@ -171,6 +214,8 @@ def facility_json(eng: Engineering) -> Dict[str, Any]:
             "air_pressure_pa": _r(f.pressure_pa, 1) if f else None,
             "air_pressure_from": f.pressure_from if f else None,
             "default_transformer": f.default_transformer if f else False,
+            # the components the PUE leaves parts of out (0 W: not declared), as `average`'s keys
+            "uncounted": [name[:-2] + "_kw" for name, _ in uncounted(eng)],
             # the first circuit's, as before there were several (`circuits` has each)
             "free_cooling_h": _r(f.circuits[0].free_h, 2) if f and f.circuits else None,
             "chiller_cop": f.circuits[0].cop if f and f.circuits else None,

@@ -282,7 +282,9 @@ def air_json(a) -> Dict[str, Any]:
         "average_heat_kw": _kw(a.average_heat_w), "network_heat_kw": _kw(a.heat_w - a.it_heat_w),
         "rise_k": _r(a.rise_k), "flow_m3_per_h": round(formulas.m3s_to_m3_per_h(a.flow_m3s), 1),
         "flow_cfm": round(formulas.m3s_to_cfm(a.flow_m3s), 1),
-        "max_rack_heat_kw": _kw(a.max_rack_heat_w), "fan_power_ratio": a.fan_power_ratio,
+        # the declared limit (null: none), and the most one of its racks sends to air (E644)
+        "max_rack_heat_kw": _kw(a.rack_limit_w), "rack_air_heat_kw": _kw(a.max_rack_heat_w),
+        "fan_power_ratio": a.fan_power_ratio,
         "fan_kw_average": _kw(ratio * a.average_heat_w), "fan_kw_peak": _kw(ratio * a.heat_w),
         "density_kg_m3": _r(a.density, 5), "dew_point_c": _r(a.dew_point_c, 4),
         "pressure_pa": _r(a.pressure_pa, 1),

@@ -11,7 +11,7 @@ from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
 from astral_dsl.outputs.table import Field, Table, bold, fold, print_table
-from astral_dsl.outputs.feeder_load import failover_share_w, through_w
+from astral_dsl.outputs.feeder_load import all_feeders, failover_through_w, through_w
 from astral_dsl.units import format_number, readable
 
 __all__ = ["bom", "bom_lines", "chosen_json", "chosen_lines", "objective_line", "render_report",
@@ -45,6 +45,7 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
 
 def _headline(lines: List[str], design, eng, colour: bool, width: int) -> None:
     from astral_dsl.analyses.summary import counts_text, summarize
+    from astral_dsl.outputs.size_facility import uncounted
     from astral_dsl.outputs.terminal import printable
 
     s = summarize(design, eng)
@@ -57,9 +58,12 @@ def _headline(lines: List[str], design, eng, colour: bool, width: int) -> None:
     facility = f"facility {readable.power(c.facility_w)} average"
     if c.peak is not None:
         facility += f", {readable.power(c.peak.total_w)} peak"
+    missing = ", ".join(label for _, label in uncounted(eng)) if c.pue else ""
+    lower = f" (a lower bound: {missing} not all counted, see the facility table)" \
+        if missing else ""
     lines.extend(fold(f"IT {readable.power(p.it_peak_w)} peak, {readable.power(p.it_average_w)} "
                       f"average; {facility}; PUE "
-                      f"{format_number(round(c.pue, 4)) if c.pue else '-'}", width))
+                      f"{format_number(round(c.pue, 4)) if c.pue else '-'}{lower}", width))
 
 
 def _tables(eng: Engineering) -> List[Table]:
@@ -106,7 +110,9 @@ def _feeders(eng: Engineering) -> List[Table]:
                  [Field("feeder", True), Field("x"), Field("type", True), Field("V"),
                   Field("load"), Field("normal"), Field("through"), Field("failover"),
                   Field("capacity")])
-    failover = [failover_share_w(f) for f in fs]
+    # the failover column is, as `through`, the power through the feeder (its share over its
+    # efficiency): the figure E621 compares with its capacity
+    failover = [failover_through_w(f) for f in fs]
     loads = [readable.powers([f.load_w for f in fs]), readable.powers([f.normal_w for f in fs]),
              readable.powers([through_w(f, f.normal_w) for f in fs]),
              readable.powers([w or 0.0 for w in failover]),
@@ -119,8 +125,8 @@ def _feeders(eng: Engineering) -> List[Table]:
         kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (
             " net" if f.network_w else " mech" if f.mechanical_w else "")
         load.add(f.path, x, kind, format_number(f.voltage_v), *[col[i] for col in loads])
-    load.lines.append("through: the normal load over the feeder's efficiency (against its "
-                      "capacity)")
+    load.lines.append("through, failover: the feeder's share of the load over its efficiency "
+                      "(against its capacity), in normal operation and with one feeder failed")
     if any(w is None for w in failover):
         load.lines.append("failover -: no feeder is left to carry the load when one fails")
     wires = Table("Feeders: current at the lowest voltage they run at, conductors, equipment",
@@ -134,12 +140,6 @@ def _feeders(eng: Engineering) -> List[Table]:
                   _modules(f), _battery(f))
     wires.lines.extend(_feeder_lines(fs))
     return [load, wires]
-
-
-def all_feeders(eng: Engineering):
-    """The IT feeders and those of the facility's own consumers (`mechanical = true`)."""
-    facility = eng.cooling.facility
-    return tuple(eng.power.feeders) + (tuple(facility.feeders) if facility is not None else ())
 
 
 def _feeder_lines(fs) -> List[str]:

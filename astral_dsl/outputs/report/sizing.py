@@ -7,7 +7,7 @@ from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.facility import COMPONENTS
-from astral_dsl.outputs.feeder_load import failover_share_w, loading, through_w
+from astral_dsl.outputs.feeder_load import all_feeders, failover_through_w, loading, through_w
 from astral_dsl.outputs.report.bom import bom_lines
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
@@ -31,21 +31,25 @@ def engineering_tables(eng) -> str:
                      [[lv.kind, lv.path, lv.replicas, _kw(lv.peak_w), _kw(lv.average_w),
                        _kw(lv.peak_w * lv.replicas), _kw(lv.average_w * lv.replicas)]
                       for lv in p.levels], "Power by level (IT load)", tid="size-levels"))
-    if p.feeders:
+    # the facility's own consumers' feeders (`mechanical = true`) too, as `astral size` lists them
+    feeders = all_feeders(eng)
+    if feeders:
         out.append(table(
             ["feeder", "feeders", "type", "side", "V", "load kW", "normal kW", "through kW",
-             "one failed kW", "capacity kW", "normal % of capacity", "current A", "at V",
+             "through, one failed kW", "capacity kW", "normal % of capacity", "current A", "at V",
              "voltage drop %",
              "rectifier modules", "needed", "battery Ah needed", "battery Ah installed"],
-            [[f.path, f.replicas * f.count, f.current_type, f.side, f.voltage_v, _kw(f.load_w),
-              _kw(f.normal_w), _kw(through_w(f, f.normal_w)), _kw(failover_share_w(f)),
+            [[f.path, f.replicas * f.count,
+              f.current_type + (" net" if f.network_w else " mech" if f.mechanical_w else ""),
+              f.side, f.voltage_v, _kw(f.load_w),
+              _kw(f.normal_w), _kw(through_w(f, f.normal_w)), _kw(failover_through_w(f)),
               _kw(f.capacity_w),
               round(loading(f, f.normal_w) * 100, 2) if f.capacity_w else None, round(f.current_a, 1), f.low_voltage_v or None,
               round(f.drop_ratio * 100, 3) if f.drop_ratio is not None else None,
               f.rectifier_modules, f.rectifier_modules_needed,
               round(f.battery_required_ah, 1) if f.battery_required_ah else None,
               round(f.battery_available_ah, 1) if f.battery_available_ah else None]
-             for f in p.feeders], "Feeders (normal operation and with one feeder failed)",
+             for f in feeders], "Feeders (normal operation and with one feeder failed)",
             tid="size-feeders"))
     if c.loops:
         out.append(table(
@@ -58,10 +62,11 @@ def engineering_tables(eng) -> str:
     if c.air:
         out.append(table(
             ["air unit", "units", "heat kW", "rise K", "flow m³/h", "flow CFM",
-             "max rack heat kW"],
+             "worst rack to air kW", "max rack heat kW"],
             [[a.path, a.replicas, _kw(a.heat_w), a.rise_k,
               round(formulas.m3s_to_m3_per_h(a.flow_m3s), 1),
-              round(formulas.m3s_to_cfm(a.flow_m3s), 1), _kw(a.max_rack_heat_w) or None]
+              round(formulas.m3s_to_cfm(a.flow_m3s), 1), _kw(a.max_rack_heat_w) or None,
+              _kw(a.rack_limit_w)]
              for a in c.air], "Air cooling (each unit)", tid="size-air"))
     for k, f in enumerate(eng.fabrics):
         caption = f"Network: {f.fabric} on {f.owner}" + (
@@ -105,7 +110,7 @@ def pue_section(review) -> str:
                  100.0, round(peak / 1e3, 3) if peak is not None else None])
     body = table(["component", "average kW", "share of PUE", "% of facility", "peak kW"], rows,
                  "PUE components (annual average; the peak is what the utility point "
-                 "supplies at full load in the hottest hour)", tid="pue-components",
+                 "supplies at full load in the hour that draws the most)", tid="pue-components",
                  sortable=False)
     body += tag("p", esc(f"PUE = facility / IT = {figure(round(facility / 1e3, 3))} kW / "
                          f"{figure(round(it / 1e3, 3))} kW = "
