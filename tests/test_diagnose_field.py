@@ -98,6 +98,21 @@ def test_a_drift_beyond_ntp_cannot_be_aligned():
     assert fit.bad == (2,) and fit.aligned == (0, 1)
 
 
+def test_a_bad_reference_clock_is_the_one_set_aside():
+    """The host with the most records (the fit's reference, drift 0) is the one running 2,000
+    ppm off: its peers all read -2,000 ppm against it, and the test of NTP's 500 ppm had set
+    aside healthy hosts one per round (the reference kept). Against the median drift of the
+    set, the bad clock alone is set aside and the three healthy ones align."""
+    true = np.linspace(0, 30, 7)
+    bad = true + 2e-3 * true
+    end = np.r_[bad, bad[:3], true, true, true]      # host 0 reads three collectives twice
+    host = np.r_[np.zeros(10, dtype=int), np.repeat([1, 2, 3], 7)]
+    inst = np.r_[np.arange(7), np.arange(3), np.tile(np.arange(7), 3)]
+    fit = clocks.align(host, inst, end, 4)
+    assert fit.bad == (0,) and fit.aligned == (1, 2, 3)
+    assert np.abs(fit.drifts[[1, 2, 3]]).max() < 1e-9
+
+
 def test_healthy_run_with_8_ppm_drift_is_healthy(small, schema, tmp_path):
     """Hosts drifting up to 8 ppm (0.2 ms over a 25 s window, as long as a pipeline transfer):
     exit 0, no suspect, and the output lists the fitted drifts (text: the largest; JSON:
