@@ -235,6 +235,32 @@ def test_a_run_16x_faster_than_its_forecast_is_reported(small, schema, tmp_path)
     assert proc.returncode == 1 and "x faster than the forecast" in proc.stdout
 
 
+def test_the_forecast_suspect_names_the_stage_it_weighs_and_the_stages_read():
+    """Every stage beyond the band is weighed by the stage nearest the forecast (the highest
+    ratio of stages all faster, the lowest of stages all slower), and that one is named: the
+    text had called the highest ratio of stages all faster "the fastest stage's", and spelt
+    the ratios of stages all slower "slowest-to-fastest" from the lowest. Stages not read are
+    said: one stage of two read had been "every stage"."""
+    from astral_dsl.diagnose.compute import forecast_suspect
+
+    fc_comp, band = {0: 0.2, 1: 0.2}, (0.79, 1.24)
+    fast = forecast_suspect({0: 0.5, 1: 0.7}, fc_comp, band, "the band", True, "compute")
+    assert fast.kind == "forecast" and "fastest" not in fast.supports
+    assert "0.500-0.700x, is below the band for every stage (stage 1 the nearest the " \
+           "forecast, at 0.700x)" in fast.supports
+    slow = forecast_suspect({0: 1.5, 1: 1.3}, fc_comp, band, "the band", False, "compute")
+    assert slow.kind == "software" and "slowest-to-fastest" not in slow.supports
+    assert "1.300-1.500x, is above the band for every stage (stage 1 the nearest the " \
+           "forecast, at 1.300x)" in slow.supports
+    assert slow.summary.startswith("every stage computes 40% slower")
+    one = forecast_suspect({0: 0.5}, fc_comp, band, "the band", True, "megatron")
+    assert one.summary.startswith("the blocks of every stage read (1 of 2) (compute, TP "
+                                  "collectives and waits: Megatron-LM's timers) run 2.00x "
+                                  "faster")
+    assert one.contradicts == "none: every stage read (1 of 2) is faster than the band"
+    assert one.supports.startswith("observed over forecast compute, 0.500x, is below the band;")
+
+
 def test_partial_time_faults_are_found(small):
     """A GPU or a NIC link bad from a moment in the run to its end (20-45 % in)."""
     design, fc, rm = small
