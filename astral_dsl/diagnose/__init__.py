@@ -135,6 +135,10 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     if wrong is not None:
         raise DiagnoseError("the observed data does not match the job's rank order",
                             diags + [wrong])
+    wrong = checks.layout(traces, rm)
+    if wrong is not None:
+        raise DiagnoseError("the observed data does not match the job's parallel layout",
+                            diags + [wrong])
     iterations = checks.iterations(traces, diags)
     traces = checks.foreign(traces, rm, iterations, diags)
     if not traces:

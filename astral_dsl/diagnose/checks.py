@@ -21,11 +21,14 @@ from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
 from astral_dsl.observe.load import TWICE_HINT, said_once
-from astral_dsl.observe.records import OP_INDEX, comm_mask, distinct
+from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
 CUT = 0.9                # a last iteration with fewer records than this share of its stage's
 SCHEDULE_OFF = 0.5       # communication records per iteration this far from the stage's median
+# the phases of a pipeline transfer: a log's pp_comm, a trace's send or receive on the pipeline
+# group or on none named (`comm`)
+PIPELINE_PHASES = np.array([PHASE_INDEX["pp_comm"], PHASE_INDEX["comm"]], dtype=np.int8)
 
 
 def diag(code, message, file=None, hint=None) -> Diagnostic:
@@ -167,8 +170,7 @@ def _peers_fit(traces, rm) -> Tuple[int, int]:
     pp_of = np.asarray(rm.group_of_rank["pp"])
     fit = total = 0
     for rank, t in traces.items():
-        p2p = ((t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])) & (t.peer >= 0) & \
-            (t.peer < rm.world)
+        p2p = _pipeline(t) & (t.peer < rm.world)
         if not p2p.any():
             continue
         peers = distinct(t.peer[p2p])
@@ -233,6 +235,66 @@ def rank_order(traces, rm, fit_of=None, tiebreak=None) -> Optional[Diagnostic]:
                         f"{' and '.join(o for _, o in fits[:3])} explain{'s' if len(fits) == 1 else ''} "
                         f"{fits[0][0]:.0%}", files[0] if files else None,
                 f"pass --order {fits[0][1]} (or declare `order` in the job's `parallel`)")
+
+
+LAYOUT_OFF = 0.5         # more than this share of the ranks not the job's: another layout
+
+
+def layout(traces, rm) -> Optional[Diagnostic]:
+    """E792 when more than LAYOUT_OFF of the ranks that name pipeline peers or process groups
+    name one that is not theirs in the job's order (and rank_order found no other order that
+    fits): the run had other parallel sizes than the job states (tp 4, pp 4 read as tp 8,
+    pp 2). Its collectives would be matched on groups they never ran in: from a log, the clocks
+    of half its hosts had been set aside (E789) and the rest said `healthy`; each of its traces
+    had been E790, one diagnostic a rank."""
+    said = [(rank, _misfit(t, rm)) for rank, t in sorted(traces.items())]
+    said = [(rank, why) for rank, why in said if why is not None]
+    off = [(rank, why) for rank, why in said if why]
+    if not said or len(off) <= LAYOUT_OFF * len(said):
+        return None
+    sizes = ", ".join(f"{k} {v}" for k, v in rm.sizes if v > 1 and k in rankmap_mod.KINDS)
+    files = sorted({t.file for t in traces.values()})
+    return Diagnostic(
+        "E792", Severity.ERROR,
+        f"the observed data fits no rank order of `{rm.job}`'s layout ({sizes or 'one rank'}): "
+        f"{len(off):,} of the {len(said):,} ranks whose pipeline peers or process groups are "
+        f"read name one that is not theirs in the job's order {'-'.join(rm.order)}, and no "
+        f"other order fits them: the run had other parallel sizes", None,
+        "diagnose it against a job of the sizes the run used (its `parallel`), or name the "
+        "job observed with --job", file=files[0] if files else None,
+        notes=(f"e.g. rank {off[0][0]} {off[0][1]}",))
+
+
+def _pipeline(t) -> np.ndarray:
+    """The rank's pipeline transfers that name a peer (a CP ring's or an EP exchange's sends,
+    of their own phase, are not its pipeline's)."""
+    return ((t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])) & (t.peer >= 0) & \
+        np.isin(t.phase, PIPELINE_PHASES)
+
+
+def _misfit(t, rm) -> Optional[str]:
+    """What of the rank's structure is not its in the job (a pipeline peer outside its
+    pipeline group, a process group that is not its), '' when all is, None when it names no
+    peer or group."""
+    pp_of, rank = rm.group_of_rank["pp"], t.rank
+    seen = False
+    for peer in distinct(t.peer[_pipeline(t) & (t.peer < rm.world)]).tolist():
+        seen = True
+        if peer == rank or pp_of[peer] != pp_of[rank]:
+            return (f"exchanges pipeline transfers with rank {peer}; its pipeline group in the "
+                    f"job is ranks {_short(rm.group('pp', rank).ranks)}")
+    for gi in (_used_groups(t) if t.groups else ()):
+        g = t.groups[gi]
+        kind = group_kind(g.desc, g.name)
+        if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
+            continue
+        seen = True
+        mine = _mine(rm, kind, rank)
+        if tuple(sorted(g.ranks)) not in mine:
+            return (f"runs in the {kind.upper()} group `{g.name or g.desc}` of ranks "
+                    f"{_short(g.ranks)}; in the job its {kind.upper()} group is ranks "
+                    f"{' or '.join(_short(m) for m in mine)}")
+    return "" if seen else None
 
 
 # ---- another job of the same world size -------------------------------------------------------
@@ -325,5 +387,5 @@ def _short(ranks) -> str:
     return "[" + ", ".join(map(str, ranks[:6])) + (", ..." if len(ranks) > 6 else "") + "]"
 
 
-__all__ = ["ORDER_FIT", "candidate_orders", "foreign", "iterations", "order_fit", "rank_order",
-           "usable"]
+__all__ = ["LAYOUT_OFF", "ORDER_FIT", "candidate_orders", "foreign", "iterations", "layout",
+           "order_fit", "rank_order", "usable"]

@@ -1,0 +1,74 @@
+"""A run of other parallel sizes than the job states (E792): tests/fixtures/diagnose/small.astral's
+`small` is tp 8, pp 2, dp 8 on 128 GPUs; the same GPUs run tp 4, pp 4, dp 8 or tp 4, pp 2, dp 16.
+Its collectives would be matched on groups they never ran in, so nothing is compared, and it is
+said once for the job, not once a rank."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl import diagnose, observe, seer
+from astral_dsl.synth import generate, write
+from clirun import astral
+
+SMALL = Path(__file__).resolve().parent / "fixtures" / "diagnose" / "small.astral"
+DECLARED = "tp = 8, pp = 2, dp = 8"
+
+
+def _drill(tmp_path, parallel: str, traces: bool) -> str:
+    """A healthy drill of `small` run with `parallel` instead, as a log or a trace directory."""
+    text = SMALL.read_text(encoding="utf-8")
+    assert DECLARED in text
+    path = tmp_path / "ran.astral"
+    path.write_text(text.replace(DECLARED, parallel), encoding="utf-8")
+    design = astral_dsl.load(str(path))
+    data = generate(seer.forecast(design), diagnose.rank_map(design), [], iterations=2, seed=3)
+    out = tmp_path / ("traces" if traces else "ran.csv")
+    if traces:
+        write.write_traces(data, str(out))
+    else:
+        write.write_log(data, str(out))
+    return str(out)
+
+
+@pytest.mark.parametrize("parallel, traces, example", [
+    ("tp = 4, pp = 4, dp = 8", False,
+     "e.g. rank 0 exchanges pipeline transfers with rank 32; its pipeline group in the job is "
+     "ranks [0, 64]"),
+    ("tp = 4, pp = 4, dp = 8", True,
+     "e.g. rank 0 exchanges pipeline transfers with rank 32; its pipeline group in the job is "
+     "ranks [0, 64]"),
+    ("tp = 4, pp = 2, dp = 16", True,
+     "e.g. rank 0 runs in the DP group `dp-0` of ranks [0, 4, 8, 12, 16, 20, ...]; in the job "
+     "its DP group is ranks [0, 8, 16, 24, 32, 40, ...]"),
+])
+def test_a_run_of_other_sizes_is_said_once_and_not_compared(tmp_path, parallel, traces, example):
+    """The log of tp 4, pp 4 had set aside the clocks of 9 of its 16 hosts (E789) and said
+    `no suspect: every rank and collective is within the noise`; its traces, and those of
+    tp 4, dp 16, had been one E790 a rank (128 of them, 512 lines of text)."""
+    observed = _drill(tmp_path, parallel, traces)
+    design = astral_dsl.load(str(SMALL))
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(design, observe.load([observed]))
+    said = [d for d in err.value.diagnostics if d.is_error]
+    assert [d.code for d in said] == ["E792"]
+    assert said[0].message == (
+        "the observed data fits no rank order of `small`'s layout (tp 8, dp 8, pp 2): 128 of "
+        "the 128 ranks whose pipeline peers or process groups are read name one that is not "
+        "theirs in the job's order tp-cp-ep-dp-pp, and no other order fits them: the run had "
+        "other parallel sizes")
+    assert said[0].notes == (example,)
+    proc = astral("diagnose", str(SMALL), "--observed", observed)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and text.count("error[") == 1
+    assert "does not match the job's parallel layout" in text
+
+
+def test_the_declared_sizes_are_not_refused(tmp_path):
+    """A healthy drill of the sizes the job states: no E792, exit 0."""
+    observed = _drill(tmp_path, DECLARED, False)
+    found = diagnose.diagnose(astral_dsl.load(str(SMALL)), observe.load([observed]))
+    assert found.verdict == "healthy"
+    assert "E792" not in {d.code for d in found.diagnostics}
