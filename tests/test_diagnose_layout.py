@@ -17,12 +17,14 @@ SMALL = Path(__file__).resolve().parent / "fixtures" / "diagnose" / "small.astra
 DECLARED = "tp = 8, pp = 2, dp = 8"
 
 
-def _drill(tmp_path, parallel: str, traces: bool) -> str:
-    """A healthy drill of `small` run with `parallel` instead, as a log or a trace directory."""
+def _drill(tmp_path, parallel: str, traces: bool, gpus: int = 128) -> str:
+    """A healthy drill of `small` run with `parallel` instead (on `gpus`), as a log or a trace
+    directory."""
     text = SMALL.read_text(encoding="utf-8")
-    assert DECLARED in text
+    assert DECLARED in text and "gpus = 128" in text
     path = tmp_path / "ran.astral"
-    path.write_text(text.replace(DECLARED, parallel), encoding="utf-8")
+    path.write_text(text.replace(DECLARED, parallel).replace("gpus = 128", f"gpus = {gpus}"),
+                    encoding="utf-8")
     design = astral_dsl.load(str(path))
     data = generate(seer.forecast(design), diagnose.rank_map(design), [], iterations=2, seed=3)
     out = tmp_path / ("traces" if traces else "ran.csv")
@@ -72,3 +74,23 @@ def test_the_declared_sizes_are_not_refused(tmp_path):
     found = diagnose.diagnose(astral_dsl.load(str(SMALL)), observe.load([observed]))
     assert found.verdict == "healthy"
     assert "E792" not in {d.code for d in found.diagnostics}
+
+
+def test_a_log_of_more_ranks_is_said_once_a_kind_and_not_compared(tmp_path):
+    """A log of the job on 256 GPUs (dp 16) read as the job of 128: its ranks 128-255 and the
+    pipeline peers of ranks 0-127 are outside the job. They had been one E786 a rank (256,
+    about 900 lines), and ranks 0-127 diagnosed without their pipeline: "every stage computes
+    2.01x faster than the forecast" (a replica's 2 micro-batches where the job's have 4)."""
+    observed = _drill(tmp_path, "tp = 8, pp = 2, dp = 16", False, gpus=256)
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(astral_dsl.load(str(SMALL)), observe.load([observed]))
+    assert [(d.code, d.message) for d in err.value.diagnostics] == [
+        ("E786", "128 ranks (128-255) are outside the job's 128 ranks: left out"),
+        ("E786", "128 ranks (0-127): 1,024 record(s) name a peer outside the job's 128 ranks "
+                 "(e.g. 128, of rank 0): left out"),
+        ("E792", "the observed data fits no rank order of `small`'s layout (tp 8, dp 8, pp 2): "
+                 "256 of the 256 ranks whose pipeline peers or process groups are read name one "
+                 "that is not theirs in the job's order tp-cp-ep-dp-pp, and no other order fits "
+                 "them: the run had other parallel sizes")]
+    assert err.value.diagnostics[2].notes == (
+        "e.g. rank 0 exchanges pipeline transfers with rank 128, outside the job's 128 ranks",)

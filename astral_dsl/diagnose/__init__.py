@@ -39,17 +39,6 @@ class DiagnoseError(Exception):
         self.diagnostics = list(diagnostics)
 
 
-def _ranges(ranks: List[int]) -> str:
-    out, i = [], 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ", ".join(out[:12]) + (f" and {len(out) - 12} more ranges" if len(out) > 12 else "")
-
-
 def job_and_forecast(design, job: Optional[str], calibration=None):
     """(job instance, forecast or None, JobSpec, diagnostics); forecast with `calibration`
     (default: the shipped fit)."""
@@ -135,7 +124,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     if wrong is not None:
         raise DiagnoseError("the observed data does not match the job's rank order",
                             diags + [wrong])
-    wrong = checks.layout(traces, rm)
+    wrong = checks.layout(traces, rm, observed)
     if wrong is not None:
         raise DiagnoseError("the observed data does not match the job's parallel layout",
                             diags + [wrong])
@@ -222,7 +211,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
         where = list(observed.sources) or list(observed.files)
         shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
         diags.append(_diag("W787", f"{len(missing)} of the job's {rm.world} ranks have no "
-                                   f"usable observed data: {_ranges(missing)} (looked in "
+                                   f"usable observed data: {checks.ranges(missing)} (looked in "
                                    f"{shown or 'nothing'})", where[0] if where else None,
                            "their collectives are incomplete and left out; compute of the "
                            "ranks read is still compared"))

@@ -31,18 +31,22 @@ SCHEDULE_OFF = 0.5       # communication records per iteration this far from the
 PIPELINE_PHASES = np.array([PHASE_INDEX["pp_comm"], PHASE_INDEX["comm"]], dtype=np.int8)
 
 
-def diag(code, message, file=None, hint=None) -> Diagnostic:
+def diag(code, message, file=None, hint=None, notes=()) -> Diagnostic:
     sev = Severity.ERROR if code.startswith("E") else Severity.WARNING
-    return Diagnostic(code, sev, message, None, hint, file=file)
+    return Diagnostic(code, sev, message, None, hint, file=file, notes=tuple(notes))
 
 
 def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
     """rank -> trace: other world sizes set aside first (E785), then ranks outside the job and
     ranks read twice (E786, the first file kept), and the records of a transfer whose peer is
     outside the job (E786). One said alike for many files (another job's traces) is said
-    once, with the count (load.said_once)."""
+    once, with the count (load.said_once); the ranks outside the job, and those naming a peer
+    outside it, are each said once for all of them (a log of 256 ranks read as a job of 128
+    had been 256 diagnostics, 900 lines)."""
     out: Dict[int, object] = {}
     said: List[Diagnostic] = []
+    beyond: List[object] = []             # traces of a rank outside the job
+    peers: List[Tuple[object, int, int]] = []    # (trace, records, first peer) outside the job
     for t in observed.traces:
         if t.world_size is not None and t.world_size != rm.world:
             said.append(diag("E785", f"the trace is from a job of {t.world_size} ranks, "
@@ -50,10 +54,7 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
                              "pass the traces of this job, or --job for the right one"))
             continue
         if not 0 <= t.rank < rm.world:
-            said.append(diag("E786", f"rank {t.rank} is outside the job's {rm.world} ranks: "
-                                     f"left out", t.file,
-                             f"`{rm.job}` has ranks 0-{rm.world - 1}: a file of another job "
-                             f"(--job names the job observed) or a wrong rank column"))
+            beyond.append(t)
             continue
         if t.rank in out:
             said.append(diag("E786", f"rank {t.rank} appears twice: already read from "
@@ -62,13 +63,49 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
             continue
         outside = (t.peer >= rm.world) | (t.peer < -1)
         if outside.any():                 # a transfer with a rank the job does not have
-            said.append(diag("E786", f"rank {t.rank}: {int(outside.sum()):,} record(s) name a "
-                                     f"peer outside the job's {rm.world} ranks (e.g. "
-                                     f"{int(t.peer[outside][0])}): left out", t.file))
+            peers.append((t, int(outside.sum()), int(t.peer[outside][0])))
             t = t.select(~outside)
         out[t.rank] = t
     diags.extend(said_once(said))
+    if beyond:
+        ranks = sorted(t.rank for t in beyond)
+        which = f"rank {ranks[0]} is" if len(ranks) == 1 else \
+            f"{len(ranks):,} ranks ({ranges(ranks)}) are"
+        diags.append(diag("E786", f"{which} outside the job's {rm.world} ranks: left out",
+                          beyond[0].file, f"`{rm.job}` has ranks 0-{rm.world - 1}: a file of "
+                          f"another job (--job names the job observed) or a wrong rank column",
+                          _files(t.file for t in beyond)))
+    if peers:
+        t, n, peer = peers[0]
+        which = f"rank {t.rank}" if len(peers) == 1 else \
+            f"{len(peers):,} ranks ({ranges(sorted(p[0].rank for p in peers))})"
+        total = sum(p[1] for p in peers)
+        diags.append(diag("E786", f"{which}: {total:,} record(s) name a peer outside the job's "
+                                  f"{rm.world} ranks (e.g. {peer}"
+                                  f"{'' if len(peers) == 1 else f', of rank {t.rank}'}): left "
+                                  f"out", t.file, None, _files(p[0].file for p in peers)))
     return out
+
+
+def _files(files) -> Tuple[str, ...]:
+    """A note naming the files of a diagnostic said once for several (none for one)."""
+    files = list(dict.fromkeys(files))
+    if len(files) < 2:
+        return ()
+    shown = ", ".join(files[:4]) + (f" and {len(files) - 4:,} more" if len(files) > 4 else "")
+    return (f"the files: {shown}",)
+
+
+def ranges(ranks: Sequence[int]) -> str:
+    """Sorted ranks as ranges: `0-63, 65, 70-71`, at most 12 ranges said."""
+    out, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    return ", ".join(out[:12]) + (f" and {len(out) - 12} more ranges" if len(out) > 12 else "")
 
 
 def unnamed_groups(traces) -> Optional[Diagnostic]:
@@ -240,15 +277,28 @@ def rank_order(traces, rm, fit_of=None, tiebreak=None) -> Optional[Diagnostic]:
 LAYOUT_OFF = 0.5         # more than this share of the ranks not the job's: another layout
 
 
-def layout(traces, rm) -> Optional[Diagnostic]:
+def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
     """E792 when more than LAYOUT_OFF of the ranks that name pipeline peers or process groups
     name one that is not theirs in the job's order (and rank_order found no other order that
     fits): the run had other parallel sizes than the job states (tp 4, pp 4 read as tp 8,
     pp 2). Its collectives would be matched on groups they never ran in: from a log, the clocks
     of half its hosts had been set aside (E789) and the rest said `healthy`; each of its traces
-    had been E790, one diagnostic a rank."""
-    said = [(rank, _misfit(t, rm)) for rank, t in sorted(traces.items())]
-    said = [(rank, why) for rank, why in said if why is not None]
+    had been E790, one diagnostic a rank. `observed`: the data as read, before `usable` left
+    out the ranks outside the job and the transfers with a peer outside it (E786), which count
+    here: a log of 256 ranks read as a job of 128 (its ranks beyond, its pipeline peers
+    128 apart) had been diagnosed on its first 128 ranks, their pipeline transfers left out."""
+    why = {rank: _misfit(t, rm) for rank, t in traces.items()}
+    for t in (observed.traces if observed is not None else ()):
+        if t.world_size is not None and t.world_size != rm.world:
+            continue                      # another world size's: E785, not this job's data
+        if not 0 <= t.rank < rm.world:
+            why.setdefault(t.rank, f"is outside the job's {rm.world} ranks")
+            continue
+        peer = t.peer[_pipeline(t) & (t.peer >= rm.world)]
+        if peer.size and t.rank in traces and traces[t.rank].file == t.file:
+            why[t.rank] = (f"exchanges pipeline transfers with rank {int(peer[0])}, outside the "
+                           f"job's {rm.world} ranks")
+    said = [(rank, w) for rank, w in sorted(why.items()) if w is not None]
     off = [(rank, why) for rank, why in said if why]
     if not said or len(off) <= LAYOUT_OFF * len(said):
         return None
@@ -388,4 +438,4 @@ def _short(ranks) -> str:
 
 
 __all__ = ["LAYOUT_OFF", "ORDER_FIT", "candidate_orders", "foreign", "iterations", "layout",
-           "order_fit", "rank_order", "usable"]
+           "order_fit", "rank_order", "ranges", "usable"]
