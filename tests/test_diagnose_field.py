@@ -394,6 +394,18 @@ def test_the_band_comes_from_the_forecast_when_it_states_one(small):
     inside = SimpleNamespace(envelope=lambda: SimpleNamespace(band=(-0.1087, 0.1417), inside=True))
     assert band_of(inside) == ((1 - 0.1087, 1.1417), "the forecast's calibration band")
     assert band_of(SimpleNamespace(envelope=SimpleNamespace(band=(0.0, 0.2))))[0] == (1.0, 1.2)
+    # a band measured on smaller jobs than this one says so, as the forecast's W759 does (it
+    # had been "the forecast's calibration band" alone)
+    from astral_dsl.seer.checked import Beyond
+    far = (Beyond("gpus", 16384, (8, 1024)),)
+    wide = SimpleNamespace(envelope=lambda: SimpleNamespace(band=(-0.1, 0.1), inside=True,
+                                                             extrapolated=far))
+    assert band_of(wide)[1] == ("the forecast's calibration band; extrapolated beyond the "
+                                "calibration runs: gpus 16,384 (checked 8-1,024), W759")
+    fc = SimpleNamespace(calibration={"inside": False, "band": [-0.2, 0.3], "outside": ["gpu X"],
+                                      "extrapolated": [far[0].as_json()]})
+    assert band_of(fc)[1].endswith("(gpu X), W753; extrapolated beyond the calibration runs: "
+                                   "gpus 16,384 (checked 8-1,024), W759")
     assert band_of(SimpleNamespace(calibration={"band": "wide"}))[0] == DEFAULT_BAND
 
 
