@@ -29,6 +29,7 @@ from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, unco
     _uncompared, unforecast_dp as _unforecast_dp, unnamed_dp as _unnamed_dp
 from astral_dsl.diagnose.model import ClockFit, Diagnosis, Suspect
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.observe.load import ranges
 from astral_dsl.observe.records import OP_INDEX, totals
 
 
@@ -211,7 +212,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
         where = list(observed.sources) or list(observed.files)
         shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
         diags.append(_diag("W787", f"{len(missing)} of the job's {rm.world} ranks have no "
-                                   f"usable observed data: {checks.ranges(missing)} (looked in "
+                                   f"usable observed data: {ranges(missing)} (looked in "
                                    f"{shown or 'nothing'})", where[0] if where else None,
                            "their collectives are incomplete and left out; compute of the "
                            "ranks read is still compared"))

@@ -20,7 +20,7 @@ import numpy as np
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
-from astral_dsl.observe.load import TWICE_HINT, said_once
+from astral_dsl.observe.load import TWICE_HINT, ranges, said_once
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
@@ -42,11 +42,13 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
     outside the job (E786). One said alike for many files (another job's traces) is said
     once, with the count (load.said_once); the ranks outside the job, and those naming a peer
     outside it, are each said once for all of them (a log of 256 ranks read as a job of 128
-    had been 256 diagnostics, 900 lines)."""
+    had been 256 diagnostics, 900 lines), and the ranks of one file read before from another
+    once for the two files (a log passed twice: 128 diagnostics)."""
     out: Dict[int, object] = {}
     said: List[Diagnostic] = []
     beyond: List[object] = []             # traces of a rank outside the job
     peers: List[Tuple[object, int, int]] = []    # (trace, records, first peer) outside the job
+    twice: Dict[Tuple[str, str], List[int]] = {}  # (file, the file read first) -> ranks
     for t in observed.traces:
         if t.world_size is not None and t.world_size != rm.world:
             said.append(diag("E785", f"the trace is from a job of {t.world_size} ranks, "
@@ -57,15 +59,19 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
             beyond.append(t)
             continue
         if t.rank in out:
-            said.append(diag("E786", f"rank {t.rank} appears twice: already read from "
-                                     f"{out[t.rank].file}; this one is left out", t.file,
-                             TWICE_HINT))
+            twice.setdefault((t.file, out[t.rank].file), []).append(t.rank)
             continue
         outside = (t.peer >= rm.world) | (t.peer < -1)
         if outside.any():                 # a transfer with a rank the job does not have
             peers.append((t, int(outside.sum()), int(t.peer[outside][0])))
             t = t.select(~outside)
         out[t.rank] = t
+    for (file, first), ranks in twice.items():    # a log of every rank appended twice: once
+        which = f"rank {ranks[0]} appears" if len(ranks) == 1 else \
+            f"{len(ranks):,} ranks ({ranges(sorted(ranks))}) appear"
+        said.append(diag("E786", f"{which} twice: already read from {first}; "
+                                 f"{'this one is' if len(ranks) == 1 else 'these are'} left out",
+                         file, TWICE_HINT))
     diags.extend(said_once(said))
     if beyond:
         ranks = sorted(t.rank for t in beyond)
@@ -94,18 +100,6 @@ def _files(files) -> Tuple[str, ...]:
         return ()
     shown = ", ".join(files[:4]) + (f" and {len(files) - 4:,} more" if len(files) > 4 else "")
     return (f"the files: {shown}",)
-
-
-def ranges(ranks: Sequence[int]) -> str:
-    """Sorted ranks as ranges: `0-63, 65, 70-71`, at most 12 ranges said."""
-    out, i = [], 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ", ".join(out[:12]) + (f" and {len(out) - 12} more ranges" if len(out) > 12 else "")
 
 
 def unnamed_groups(traces) -> Optional[Diagnostic]:
@@ -438,4 +432,4 @@ def _short(ranks) -> str:
 
 
 __all__ = ["LAYOUT_OFF", "ORDER_FIT", "candidate_orders", "foreign", "iterations", "layout",
-           "order_fit", "rank_order", "ranges", "usable"]
+           "order_fit", "rank_order", "usable"]
