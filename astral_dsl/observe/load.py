@@ -372,8 +372,10 @@ def _json(path: str, text: str, stripped: str):
             return [], [diag("E781", f"the JSON holds an integer of more than "
                                      f"{sys.get_int_max_str_digits():,} digits: not read",
                              path)]
-        return [], [diag("E781", f"the file is truncated or not JSON ({exc.msg} at line "
-                                 f"{exc.lineno}, column {exc.colno})", path,
+        # json's "Unterminated string starting at" ends in "at" already
+        return [], [diag("E781", f"the file is truncated or not JSON "
+                                 f"({exc.msg.removesuffix(' at')} at line {exc.lineno}, "
+                                 f"column {exc.colno})", path,
                          "a profiler trace is written when the profiler stops: copy it again "
                          "after the run")]
     return _document(path, doc, stripped)
