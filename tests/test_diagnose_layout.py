@@ -40,8 +40,8 @@ def _drill(tmp_path, parallel: str, traces: bool, gpus: int = 128) -> str:
      "e.g. rank 0 exchanges pipeline transfers with rank 32; its pipeline group in the job is "
      "ranks [0, 64]"),
     ("tp = 4, pp = 4, dp = 8", True,
-     "e.g. rank 0 exchanges pipeline transfers with rank 32; its pipeline group in the job is "
-     "ranks [0, 64]"),
+     "e.g. rank 0 runs in the DP group `dp-0` of ranks [0, 4, 8, 12, 16, 20, ...]; in the job "
+     "its DP group is ranks [0, 8, 16, 24, 32, 40, ...]"),
     ("tp = 4, pp = 2, dp = 16", True,
      "e.g. rank 0 runs in the DP group `dp-0` of ranks [0, 4, 8, 12, 16, 20, ...]; in the job "
      "its DP group is ranks [0, 8, 16, 24, 32, 40, ...]"),

@@ -288,8 +288,8 @@ def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
         if not 0 <= t.rank < rm.world:
             why.setdefault(t.rank, f"is outside the job's {rm.world} ranks")
             continue
-        peer = t.peer[_pipeline(t) & (t.peer >= rm.world)]
-        if peer.size and t.rank in traces and traces[t.rank].file == t.file:
+        peer = t.peer[_pipeline(t) & (t.peer >= rm.world)] if t.source == "log" else ()
+        if len(peer) and t.rank in traces and traces[t.rank].file == t.file:
             why[t.rank] = (f"exchanges pipeline transfers with rank {int(peer[0])}, outside the "
                            f"job's {rm.world} ranks")
     said = [(rank, w) for rank, w in sorted(why.items()) if w is not None]
@@ -319,10 +319,14 @@ def _pipeline(t) -> np.ndarray:
 def _misfit(t, rm) -> Optional[str]:
     """What of the rank's structure is not its in the job (a pipeline peer outside its
     pipeline group, a process group that is not its), '' when all is, None when it names no
-    peer or group."""
+    peer or group. A log's peers are global ranks (its `peer` column); a trace's are taken
+    from its process groups alone, whose `Process Group Ranks` are global: the `Src Rank` /
+    `Dst Rank` of a send may be the peer's rank within its group, as ProcessGroupNCCL's send
+    and recv take it, and would read as a peer outside the pipeline group."""
     pp_of, rank = rm.group_of_rank["pp"], t.rank
     seen = False
-    for peer in distinct(t.peer[_pipeline(t) & (t.peer < rm.world)]).tolist():
+    logged = _pipeline(t) & (t.peer < rm.world) if t.source == "log" else np.zeros(0, bool)
+    for peer in distinct(t.peer[logged]).tolist():
         seen = True
         if peer == rank or pp_of[peer] != pp_of[rank]:
             return (f"exchanges pipeline transfers with rank {peer}; its pipeline group in the "
