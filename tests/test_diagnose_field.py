@@ -165,6 +165,26 @@ def test_hosts_aligned_is_the_true_count(small, tmp_path):
 
 
 # ---- timers -------------------------------------------------------------------------------
+def test_megatron_timers_are_refused_for_profiler_traces(small, tmp_path):
+    """`--timers megatron` on profiler traces, whose kernels are the GPU's compute alone: read
+    per TP group as Megatron-LM's wall time, a GPU 12 % slow (its rank 1.115x its stage, the
+    breakdown's slowest) was an eighth of its group's and the job `healthy`, exit 0. Refused
+    (E311, exit 2); by default the GPU is named."""
+    design, fc, rm = small
+    gpu = rm.ranks[22].gpu
+    traces = tmp_path / "traces"
+    write.write_traces(generate(fc, rm, [Fault("gpu", gpu, 0.12, 22)], seed=3), str(traces))
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(design, observe.load([str(traces)]), timers="megatron")
+    [d] = err.value.diagnostics
+    assert d.code == "E311" and d.message.startswith("timers `megatron` do not fit the observed "
+                                                     "data: profiler traces time each kernel")
+    proc = _cli("diagnose", str(SMALL), "--observed", str(traces), "--timers", "megatron")
+    assert proc.returncode == 2 and "error[E311]" in proc.stdout + proc.stderr
+    found = diagnose.diagnose(design, observe.load([str(traces)]))
+    assert found.verdict == "suspects" and found.suspects[0].path == gpu
+
+
 def test_megatron_timers_healthy_is_healthy(small, schema, tmp_path):
     """Megatron-LM's forward-compute / backward-compute (wall time, TP collectives and waits
     included), detected from their names: compared with the forecast's blocks, exit 0. Told

@@ -161,6 +161,15 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                                    f"{clocks.MAX_DRIFT * 1e6:g} ppm): its collectives are left "
                                    f"out", files[0] if files else None,
                            "a clock that jumped, or records from another run"))
+    if timers == "megatron" and all(t.source == "kineto" for t in traces.values()):
+        # a trace's kernels are compute alone: read per TP group as wall time, a GPU 12 %
+        # slow was one eighth of its group's and the job `healthy`
+        message, said = _refused(
+            "E311", "timers `megatron` do not fit the observed data: profiler traces time each "
+                    "kernel, the GPU's compute alone, not Megatron-LM's wall time of each step",
+            min(t.file for t in traces.values()),
+            "leave --timers to `auto` (or `compute`) for profiler traces")
+        raise DiagnoseError(message, diags + said)
     timers = _timers(timers, traces)
     # a trace that shows the experts' gradients on their own group shows the dense ones apart
     apart = bool((inst_.kind == match.KIND_CODES["edp"]).any())
