@@ -37,8 +37,8 @@ def _drill(tmp_path, parallel: str, traces: bool, gpus: int = 128) -> str:
 
 @pytest.mark.parametrize("parallel, traces, example", [
     ("tp = 4, pp = 4, dp = 8", False,
-     "e.g. rank 0 exchanges pipeline transfers with rank 32; its pipeline group in the job is "
-     "ranks [0, 64]"),
+     "e.g. rank 0 exchanges pipeline transfers with rank 32; its pipeline neighbours in the "
+     "job are ranks [64]"),
     ("tp = 4, pp = 4, dp = 8", True,
      "e.g. rank 0 runs in the DP group `dp-0` of ranks [0, 4, 8, 12, 16, 20, ...]; in the job "
      "its DP group is ranks [0, 8, 16, 24, 32, 40, ...]"),
@@ -58,9 +58,9 @@ def test_a_run_of_other_sizes_is_said_once_and_not_compared(tmp_path, parallel, 
     assert [d.code for d in said] == ["E792"]
     assert said[0].message == (
         "the observed data fits no rank order of `small`'s layout (tp 8, dp 8, pp 2): 128 of "
-        "the 128 ranks whose pipeline peers or process groups are read name one that is not "
-        "theirs in the job's order tp-cp-ep-dp-pp, and no other order fits them: the run had "
-        "other parallel sizes")
+        "the 128 ranks whose pipeline peers, process groups or exchanges are read are not the "
+        "job's in its order tp-cp-ep-dp-pp, and no other order fits them: the run had other "
+        "parallel sizes")
     assert said[0].notes == (example,)
     proc = astral("diagnose", str(SMALL), "--observed", observed)
     text = proc.stdout + proc.stderr
@@ -89,8 +89,38 @@ def test_a_log_of_more_ranks_is_said_once_a_kind_and_not_compared(tmp_path):
         ("E786", "128 ranks (0-127): 1,024 record(s) name a peer outside the job's 128 ranks "
                  "(e.g. 128, of rank 0): left out"),
         ("E792", "the observed data fits no rank order of `small`'s layout (tp 8, dp 8, pp 2): "
-                 "256 of the 256 ranks whose pipeline peers or process groups are read name one "
-                 "that is not theirs in the job's order tp-cp-ep-dp-pp, and no other order fits "
+                 "256 of the 256 ranks whose pipeline peers, process groups or exchanges are "
+                 "read are not the job's in its order tp-cp-ep-dp-pp, and no other order fits "
                  "them: the run had other parallel sizes")]
     assert err.value.diagnostics[2].notes == (
         "e.g. rank 0 exchanges pipeline transfers with rank 128, outside the job's 128 ranks",)
+
+
+MOE = Path(__file__).resolve().parent / "fixtures" / "diagnose" / "moe.astral"
+
+
+@pytest.mark.parametrize("declared", ["tp = 1, pp = 2, dp = 24", "tp = 4, pp = 2, dp = 6"])
+def test_a_moe_run_read_as_a_dense_job_is_not_compared(tmp_path, declared):
+    """A drill of moe.astral's `moe` (ep 8, pp 2 on 48 GPUs) diagnosed as a job of the same 48
+    GPUs without expert parallelism: its EP exchanges are none of the job's (E792, nothing
+    compared). DeepSeek-V3's log read as examples/gb200_nvl72.astral's llama405b (256 GPUs
+    each, their pipeline peers in one pipeline group) had named 9 hosts at 100 % for EP
+    exchanges of one rank."""
+    text = MOE.read_text(encoding="utf-8")
+    ran = "tp = 1, pp = 2, dp = 24, ep = 8"
+    assert text.count(ran) == 1
+    design = astral_dsl.load(str(MOE))
+    data = generate(seer.forecast(design, job="moe"), diagnose.rank_map(design, "moe"), [],
+                    iterations=1, seed=5)
+    log = tmp_path / "moe.csv"
+    write.write_log(data, str(log))
+    dense = tmp_path / "dense.astral"
+    dense.write_text(text.replace(ran, declared), encoding="utf-8")
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(astral_dsl.load(str(dense)), observe.load([str(log)]), job="moe")
+    [d] = [d for d in err.value.diagnostics if d.is_error]
+    assert d.code == "E792" and "48 of the 48 ranks" in d.message
+    assert d.notes == ("e.g. rank 0 records EP all-to-alls; the job has no expert parallelism "
+                       "(ep 1)",)
+    found = diagnose.diagnose(design, observe.load([str(log)]), job="moe")
+    assert found.verdict == "healthy"

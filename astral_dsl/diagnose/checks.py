@@ -272,10 +272,14 @@ LAYOUT_OFF = 0.5         # more than this share of the ranks not the job's: anot
 
 
 def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
-    """E792 when more than LAYOUT_OFF of the ranks that name pipeline peers or process groups
-    name one that is not theirs in the job's order (and rank_order found no other order that
-    fits): the run had other parallel sizes than the job states (tp 4, pp 4 read as tp 8,
-    pp 2). Its collectives would be matched on groups they never ran in: from a log, the clocks
+    """E792 when more than LAYOUT_OFF of the ranks that name pipeline peers or process groups,
+    or log EP or CP exchanges, are not the job's in its order (a peer that is no pipeline
+    neighbour, a group that is not theirs, an exchange of a dimension of size 1) and
+    rank_order found no other order that fits: the run had other parallel sizes than the job
+    states (tp 4, pp 4 read as tp 8, pp 2; DeepSeek-V3's ep 64, pp 4 read as Llama 3.1 405B's
+    tp 4, pp 16 on the same 256 GPUs of examples/gb200_nvl72.astral, whose pipeline peers
+    share a pipeline group, 64 ranks apart: 9 hosts had been named, each at 100 %, for EP
+    exchanges of one rank). Its collectives would be matched on groups they never ran in: from a log, the clocks
     of half its hosts had been set aside (E789) and the rest said `healthy`; each of its traces
     had been E790, one diagnostic a rank. `observed`: the data as read, before `usable` left
     out the ranks outside the job and the transfers with a peer outside it (E786), which count
@@ -301,8 +305,8 @@ def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
     return Diagnostic(
         "E792", Severity.ERROR,
         f"the observed data fits no rank order of `{rm.job}`'s layout ({sizes or 'one rank'}): "
-        f"{len(off):,} of the {len(said):,} ranks whose pipeline peers or process groups are "
-        f"read name one that is not theirs in the job's order {'-'.join(rm.order)}, and no "
+        f"{len(off):,} of the {len(said):,} ranks whose pipeline peers, process groups or "
+        f"exchanges are read are not the job's in its order {'-'.join(rm.order)}, and no "
         f"other order fits them: the run had other parallel sizes", None,
         "diagnose it against a job of the sizes the run used (its `parallel`), or name the "
         "job observed with --job", file=files[0] if files else None,
@@ -324,13 +328,22 @@ def _misfit(t, rm) -> Optional[str]:
     `Dst Rank` of a send may be the peer's rank within its group, as ProcessGroupNCCL's send
     and recv take it, and would read as a peer outside the pipeline group."""
     pp_of, rank = rm.group_of_rank["pp"], t.rank
+    sizes = dict(rm.sizes)
+    for kind in ("ep", "cp"):             # an EP exchange or CP ring the job does not have
+        if sizes.get(kind, 1) == 1 and bool((t.phase == PHASE_INDEX[f"{kind}_comm"]).any()):
+            return (f"records {'EP all-to-alls' if kind == 'ep' else 'a CP ring'}; the job has "
+                    f"no {'expert' if kind == 'ep' else 'context'} parallelism ({kind} 1)")
     seen = False
     logged = _pipeline(t) & (t.peer < rm.world) if t.source == "log" else np.zeros(0, bool)
+    stage, pp = rm.ranks[rank].stage, sizes.get("pp", 1)
     for peer in distinct(t.peer[logged]).tolist():
         seen = True
-        if peer == rank or pp_of[peer] != pp_of[rank]:
-            return (f"exchanges pipeline transfers with rank {peer}; its pipeline group in the "
-                    f"job is ranks {_short(rm.group('pp', rank).ranks)}")
+        # a transfer runs between neighbouring stages (the last and the first: an
+        # interleaved schedule's next chunk)
+        if peer == rank or pp_of[peer] != pp_of[rank] or \
+                (rm.ranks[peer].stage - stage) % pp not in (1, pp - 1):
+            return (f"exchanges pipeline transfers with rank {peer}; its pipeline neighbours "
+                    f"in the job are ranks {_short(_neighbours(rm, rank))}")
     for gi in (_used_groups(t) if t.groups else ()):
         g = t.groups[gi]
         kind = group_kind(g.desc, g.name)
@@ -343,6 +356,15 @@ def _misfit(t, rm) -> Optional[str]:
                     f"{_short(g.ranks)}; in the job its {kind.upper()} group is ranks "
                     f"{' or '.join(_short(m) for m in mine)}")
     return "" if seen else None
+
+
+def _neighbours(rm, rank: int) -> List[int]:
+    """The ranks of the stages before and after the rank's in its pipeline group (the last
+    and the first stage neighbours too)."""
+    pp = dict(rm.sizes).get("pp", 1)
+    stage = rm.ranks[rank].stage
+    return sorted({r for r in rm.group("pp", rank).ranks
+                   if (rm.ranks[r].stage - stage) % pp in (1, pp - 1) and r != rank})
 
 
 # ---- another job of the same world size -------------------------------------------------------
