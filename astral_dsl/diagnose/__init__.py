@@ -23,7 +23,7 @@ import numpy as np
 
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnose import breakdown, checks, clocks, compute, evidence, in_blocks, \
-    localise, match, verdict
+    layout, localise, match, verdict
 from astral_dsl.diagnose.checks import diag as _diag
 from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, uncompared as \
     _uncompared, unforecast_dp as _unforecast_dp, unnamed_dp as _unnamed_dp
@@ -125,7 +125,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     if wrong is not None:
         raise DiagnoseError("the observed data does not match the job's rank order",
                             diags + [wrong])
-    wrong = checks.layout(traces, rm, observed)
+    wrong = layout.layout(traces, rm, observed)
     if wrong is not None:
         raise DiagnoseError("the observed data does not match the job's parallel layout",
                             diags + [wrong])

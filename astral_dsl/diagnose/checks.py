@@ -5,7 +5,8 @@ checks"): each problem is a diagnostic naming its file, and what remains is stil
   duplicates are resolved, so that a directory mixing two jobs keeps this job's trace;
 - the rank order (E792): pipeline transfers name their peer and profiler traces their process
   groups; when they do not fit the job's parallel order but another order fits, the data is
-  not this rank order's and nothing else can be compared;
+  not this rank order's and nothing else can be compared (no order fitting at all, another
+  parallel layout: layout.py);
 - another job of the same world size (E790): a rank whose process groups are not its groups in
   any order, whose iterations are none of the others', or whose schedule (communication records
   per iteration) is not its pipeline stage's;
@@ -201,7 +202,7 @@ def _peers_fit(traces, rm) -> Tuple[int, int]:
     pp_of = np.asarray(rm.group_of_rank["pp"])
     fit = total = 0
     for rank, t in traces.items():
-        p2p = _pipeline(t) & (t.peer < rm.world)
+        p2p = pipeline(t) & (t.peer < rm.world)
         if not p2p.any():
             continue
         peers = distinct(t.peer[p2p])
@@ -215,13 +216,13 @@ def _groups_fit(traces, rm) -> Tuple[int, int]:
     whose kind the trace names)."""
     fit = total = 0
     for rank, t in traces.items():
-        for gi in (_used_groups(t) if t.groups else ()):
+        for gi in (used_groups(t) if t.groups else ()):
             g = t.groups[gi]
             kind = group_kind(g.desc, g.name)
             if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
                 continue
             total += 1
-            fit += int(tuple(sorted(g.ranks)) in _mine(rm, kind, rank))
+            fit += int(tuple(sorted(g.ranks)) in groups_of(rm, kind, rank))
     return fit, total
 
 
@@ -268,103 +269,11 @@ def rank_order(traces, rm, fit_of=None, tiebreak=None) -> Optional[Diagnostic]:
                 f"pass --order {fits[0][1]} (or declare `order` in the job's `parallel`)")
 
 
-LAYOUT_OFF = 0.5         # more than this share of the ranks not the job's: another layout
-
-
-def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
-    """E792 when more than LAYOUT_OFF of the ranks that name pipeline peers or process groups,
-    or log EP or CP exchanges, are not the job's in its order (a peer that is no pipeline
-    neighbour, a group that is not theirs, an exchange of a dimension of size 1) and
-    rank_order found no other order that fits: the run had other parallel sizes than the job
-    states (tp 4, pp 4 read as tp 8, pp 2; DeepSeek-V3's ep 64, pp 4 read as Llama 3.1 405B's
-    tp 4, pp 16 on the same 256 GPUs of examples/gb200_nvl72.astral, whose pipeline peers
-    share a pipeline group, 64 ranks apart: 9 hosts had been named, each at 100 %, for EP
-    exchanges of one rank). Its collectives would be matched on groups they never ran in: from a log, the clocks
-    of half its hosts had been set aside (E789) and the rest said `healthy`; each of its traces
-    had been E790, one diagnostic a rank. `observed`: the data as read, before `usable` left
-    out the ranks outside the job and the transfers with a peer outside it (E786), which count
-    here: a log of 256 ranks read as a job of 128 (its ranks beyond, its pipeline peers
-    128 apart) had been diagnosed on its first 128 ranks, their pipeline transfers left out."""
-    why = {rank: _misfit(t, rm) for rank, t in traces.items()}
-    for t in (observed.traces if observed is not None else ()):
-        if t.world_size is not None and t.world_size != rm.world:
-            continue                      # another world size's: E785, not this job's data
-        if not 0 <= t.rank < rm.world:
-            why.setdefault(t.rank, f"is outside the job's {rm.world} ranks")
-            continue
-        peer = t.peer[_pipeline(t) & (t.peer >= rm.world)] if t.source == "log" else ()
-        if len(peer) and t.rank in traces and traces[t.rank].file == t.file:
-            why[t.rank] = (f"exchanges pipeline transfers with rank {int(peer[0])}, outside the "
-                           f"job's {rm.world} ranks")
-    said = [(rank, w) for rank, w in sorted(why.items()) if w is not None]
-    off = [(rank, why) for rank, why in said if why]
-    if not said or len(off) <= LAYOUT_OFF * len(said):
-        return None
-    sizes = ", ".join(f"{k} {v}" for k, v in rm.sizes if v > 1 and k in rankmap_mod.KINDS)
-    files = sorted({t.file for t in traces.values()})
-    return Diagnostic(
-        "E792", Severity.ERROR,
-        f"the observed data fits no rank order of `{rm.job}`'s layout ({sizes or 'one rank'}): "
-        f"{len(off):,} of the {len(said):,} ranks whose pipeline peers, process groups or "
-        f"exchanges are read are not the job's in its order {'-'.join(rm.order)}, and no "
-        f"other order fits them: the run had other parallel sizes", None,
-        "diagnose it against a job of the sizes the run used (its `parallel`), or name the "
-        "job observed with --job", file=files[0] if files else None,
-        notes=(f"e.g. rank {off[0][0]} {off[0][1]}",))
-
-
-def _pipeline(t) -> np.ndarray:
+def pipeline(t) -> np.ndarray:
     """The rank's pipeline transfers that name a peer (a CP ring's or an EP exchange's sends,
     of their own phase, are not its pipeline's)."""
     return ((t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])) & (t.peer >= 0) & \
         np.isin(t.phase, PIPELINE_PHASES)
-
-
-def _misfit(t, rm) -> Optional[str]:
-    """What of the rank's structure is not its in the job (a pipeline peer outside its
-    pipeline group, a process group that is not its), '' when all is, None when it names no
-    peer or group. A log's peers are global ranks (its `peer` column); a trace's are taken
-    from its process groups alone, whose `Process Group Ranks` are global: the `Src Rank` /
-    `Dst Rank` of a send may be the peer's rank within its group, as ProcessGroupNCCL's send
-    and recv take it, and would read as a peer outside the pipeline group."""
-    pp_of, rank = rm.group_of_rank["pp"], t.rank
-    sizes = dict(rm.sizes)
-    for kind in ("ep", "cp"):             # an EP exchange or CP ring the job does not have
-        if sizes.get(kind, 1) == 1 and bool((t.phase == PHASE_INDEX[f"{kind}_comm"]).any()):
-            return (f"records {'EP all-to-alls' if kind == 'ep' else 'a CP ring'}; the job has "
-                    f"no {'expert' if kind == 'ep' else 'context'} parallelism ({kind} 1)")
-    seen = False
-    logged = _pipeline(t) & (t.peer < rm.world) if t.source == "log" else np.zeros(0, bool)
-    stage, pp = rm.ranks[rank].stage, sizes.get("pp", 1)
-    for peer in distinct(t.peer[logged]).tolist():
-        seen = True
-        # a transfer runs between neighbouring stages (the last and the first: an
-        # interleaved schedule's next chunk)
-        if peer == rank or pp_of[peer] != pp_of[rank] or \
-                (rm.ranks[peer].stage - stage) % pp not in (1, pp - 1):
-            return (f"exchanges pipeline transfers with rank {peer}; its pipeline neighbours "
-                    f"in the job are ranks {_short(_neighbours(rm, rank))}")
-    for gi in (_used_groups(t) if t.groups else ()):
-        g = t.groups[gi]
-        kind = group_kind(g.desc, g.name)
-        if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
-            continue
-        seen = True
-        mine = _mine(rm, kind, rank)
-        if tuple(sorted(g.ranks)) not in mine:
-            return (f"runs in the {kind.upper()} group `{g.name or g.desc}` of ranks "
-                    f"{_short(g.ranks)}; in the job its {kind.upper()} group is ranks "
-                    f"{' or '.join(_short(m) for m in mine)}")
-    return "" if seen else None
-
-
-def _neighbours(rm, rank: int) -> List[int]:
-    """The ranks of the stages before and after the rank's in its pipeline group (the last
-    and the first stage neighbours too)."""
-    pp = dict(rm.sizes).get("pp", 1)
-    stage = rm.ranks[rank].stage
-    return sorted({r for r in rm.group("pp", rank).ranks
-                   if (rm.ranks[r].stage - stage) % pp in (1, pp - 1) and r != rank})
 
 
 # ---- another job of the same world size -------------------------------------------------------
@@ -413,22 +322,22 @@ def _foreign_groups(t, rm) -> Optional[str]:
     rank order (a wrong order is E792's)."""
     if not t.groups:
         return None
-    for gi in _used_groups(t):
+    for gi in used_groups(t):
         g = t.groups[gi]
         kind = group_kind(g.desc, g.name)
         if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
             continue
-        mine = _mine(rm, kind, t.rank)
+        mine = groups_of(rm, kind, t.rank)
         if t.rank not in g.ranks or len(g.ranks) not in {len(m) for m in mine}:
             return (f"its {kind.upper()} group `{g.name or g.desc}` holds ranks "
-                    f"{_short(g.ranks)}, the job's {kind.upper()} groups have "
+                    f"{short(g.ranks)}, the job's {kind.upper()} groups have "
                     f"{' or '.join(str(n) for n in sorted({len(m) for m in mine}))} ranks and "
                     f"this one's {'are' if len(mine) > 1 else 'is'} "
-                    f"{' or '.join(_short(m) for m in mine)}")
+                    f"{' or '.join(short(m) for m in mine)}")
     return None
 
 
-def _mine(rm, kind: str, rank: int) -> List[Tuple[int, ...]]:
+def groups_of(rm, kind: str, rank: int) -> List[Tuple[int, ...]]:
     """The rank's groups a process group the trace says is of `kind` may be: for data
     parallelism the DP group, and the DP x CP one (context parallelism: Megatron-Core's
     DATA_PARALLEL_GROUP_WITH_CP, which reduces the gradients) and the expert-data-parallel one
@@ -439,7 +348,7 @@ def _mine(rm, kind: str, rank: int) -> List[Tuple[int, ...]]:
     return [rm.group(k, rank).ranks for k in kinds if k in rm.groups]
 
 
-def _used_groups(t) -> List[int]:
+def used_groups(t) -> List[int]:
     """The process-group indices the trace's records name, ascending."""
     return distinct(t.group[t.group >= 0]).tolist()
 
@@ -452,10 +361,10 @@ def _its(its) -> str:
         else ", ".join(map(str, its))
 
 
-def _short(ranks) -> str:
+def short(ranks) -> str:
     ranks = list(ranks)
     return "[" + ", ".join(map(str, ranks[:6])) + (", ..." if len(ranks) > 6 else "") + "]"
 
 
-__all__ = ["LAYOUT_OFF", "ORDER_FIT", "candidate_orders", "foreign", "iterations", "layout",
-           "order_fit", "rank_order", "usable"]
+__all__ = ["ORDER_FIT", "candidate_orders", "foreign", "groups_of", "iterations", "order_fit",
+           "pipeline", "rank_order", "short", "usable", "used_groups"]
