@@ -84,6 +84,18 @@ def test_a_what_if_that_names_no_job_field_is_e203(ws):
     assert (diag.code, diag.hint) == ("E203", "did you mean `micro`?")
 
 
+def test_a_job_field_that_is_no_what_if_says_so(ws):
+    """`forecast(path, gpus=512, dp=128)`: `gpus` is a job field (the job's placement), not a
+    forecast option; E203 had said "`gpus` is not a job field"."""
+    with pytest.raises(astral_dsl.ForecastError) as info:
+        astral_dsl.forecast(ws, gpus=512, dp=128)
+    [diag] = info.value.diagnostics
+    assert diag.code == "E203" and diag.message == (
+        "`gpus` is a job field but not a forecast option: state it in the design (a job of its "
+        "own for the what-if)")
+    assert diag.hint.startswith("forecast options: ") and "dp" in diag.hint
+
+
 def test_a_design_of_another_file_is_refused(ws):
     """check/forecast(ws, design=) take a design of the workspace: one of another file was
     checked against this workspace's source (forecast under a scenario: a bare StopIteration

@@ -155,6 +155,8 @@ def test_hta_idle_by_cause(tmp_path):
                 "--hta", "-o", str(out))
     # a ResNet's trace against a Llama job's forecast: 47x faster (the forecast suspect)
     assert proc.returncode == 1 and "x faster than the forecast" in proc.stdout, proc.stdout
+    # one rank read: its kernels' spread is "across 1 rank" (it had said "1 ranks")
+    assert " across 1 rank (median " in proc.stdout and "1 ranks" not in proc.stdout
     assert ("idle by cause (HolisticTraceAnalysis, summed over streams; median over ranks of "
             "each rank's mean per iteration): host wait") in proc.stdout
     doc = json.loads(out.read_text())

@@ -183,6 +183,31 @@ def test_synth_says_one_iteration_in_the_singular(tmp_path):
                                f"{tmp_path / 'run.csv'}; injected: no fault")
 
 
+def test_synth_refuses_a_log_that_diagnose_would_not_read(tmp_path, monkeypatch):
+    """A drill's rank log of more lines than `astral diagnose` reads in one file (E781 there:
+    `llama405b` on examples/gb200_nvl72.astral, 3 iterations, 9,374,208 rows against
+    4,000,000) is a usage error naming the iterations that fit, nothing written; a log within
+    the cap is written and read. The cap is made small here, as the 4,000,000 lines of a real
+    one take a minute to generate."""
+    from astral_dsl.observe import ranklog
+
+    design = "tests/fixtures/diagnose/small.astral"       # 1,792 rows an iteration
+    monkeypatch.setattr(ranklog, "MAX_ROWS", 4000)
+    out = tmp_path / "run.csv"
+    p = astral("synth", design, "-o", out, "--seed", "1")
+    assert p.returncode == 2 and not out.exists()
+    assert p.stderr == ("astral: error: the rank log would hold 5,376 rows, more than the "
+                        "3,999 that `astral diagnose` reads in one file (E781): --iterations 2 "
+                        "or fewer; or a directory of profiler traces, one file per rank "
+                        "(-o DIRECTORY)\n")
+    p = astral("synth", design, "-o", tmp_path / "run.jsonl", "--iterations", "3",
+               "--format", "json")
+    assert p.returncode == 2 and "more than the 4,000 that" in json.loads(p.stdout)["usage_error"]
+    p = astral("synth", design, "-o", out, "--seed", "1", "--iterations", "2")
+    assert p.returncode == 0 and len(out.read_text().splitlines()) == 3585
+    assert astral("diagnose", design, "--observed", out).returncode == 0
+
+
 def test_report_writes_whole_or_nothing_and_never_touches_a_file_of_the_users(tmp_path):
     mine = tmp_path / "review.html.tmp"            # the name the page was written under before
     mine.write_text("the user's", encoding="utf-8")

@@ -98,6 +98,21 @@ def test_a_drift_beyond_ntp_cannot_be_aligned():
     assert fit.bad == (2,) and fit.aligned == (0, 1)
 
 
+def test_a_bad_reference_clock_is_the_one_set_aside():
+    """The host with the most records (the fit's reference, drift 0) is the one running 2,000
+    ppm off: its peers all read -2,000 ppm against it, and the test of NTP's 500 ppm had set
+    aside healthy hosts one per round (the reference kept). Against the median drift of the
+    set, the bad clock alone is set aside and the three healthy ones align."""
+    true = np.linspace(0, 30, 7)
+    bad = true + 2e-3 * true
+    end = np.r_[bad, bad[:3], true, true, true]      # host 0 reads three collectives twice
+    host = np.r_[np.zeros(10, dtype=int), np.repeat([1, 2, 3], 7)]
+    inst = np.r_[np.arange(7), np.arange(3), np.tile(np.arange(7), 3)]
+    fit = clocks.align(host, inst, end, 4)
+    assert fit.bad == (0,) and fit.aligned == (1, 2, 3)
+    assert np.abs(fit.drifts[[1, 2, 3]]).max() < 1e-9
+
+
 def test_healthy_run_with_8_ppm_drift_is_healthy(small, schema, tmp_path):
     """Hosts drifting up to 8 ppm (0.2 ms over a 25 s window, as long as a pipeline transfer):
     exit 0, no suspect, and the output lists the fitted drifts (text: the largest; JSON:
@@ -150,6 +165,26 @@ def test_hosts_aligned_is_the_true_count(small, tmp_path):
 
 
 # ---- timers -------------------------------------------------------------------------------
+def test_megatron_timers_are_refused_for_profiler_traces(small, tmp_path):
+    """`--timers megatron` on profiler traces, whose kernels are the GPU's compute alone: read
+    per TP group as Megatron-LM's wall time, a GPU 12 % slow (its rank 1.115x its stage, the
+    breakdown's slowest) was an eighth of its group's and the job `healthy`, exit 0. Refused
+    (E311, exit 2); by default the GPU is named."""
+    design, fc, rm = small
+    gpu = rm.ranks[22].gpu
+    traces = tmp_path / "traces"
+    write.write_traces(generate(fc, rm, [Fault("gpu", gpu, 0.12, 22)], seed=3), str(traces))
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(design, observe.load([str(traces)]), timers="megatron")
+    [d] = err.value.diagnostics
+    assert d.code == "E311" and d.message.startswith("timers `megatron` do not fit the observed "
+                                                     "data: profiler traces time each kernel")
+    proc = _cli("diagnose", str(SMALL), "--observed", str(traces), "--timers", "megatron")
+    assert proc.returncode == 2 and "error[E311]" in proc.stdout + proc.stderr
+    found = diagnose.diagnose(design, observe.load([str(traces)]))
+    assert found.verdict == "suspects" and found.suspects[0].path == gpu
+
+
 def test_megatron_timers_healthy_is_healthy(small, schema, tmp_path):
     """Megatron-LM's forward-compute / backward-compute (wall time, TP collectives and waits
     included), detected from their names: compared with the forecast's blocks, exit 0. Told
@@ -218,6 +253,32 @@ def test_a_run_16x_faster_than_its_forecast_is_reported(small, schema, tmp_path)
     assert doc["forecast_band"]["compute_ratio"] == pytest.approx(1 / 16, rel=0.05)
     proc = _cli("diagnose", str(SMALL), "--observed", str(path))
     assert proc.returncode == 1 and "x faster than the forecast" in proc.stdout
+
+
+def test_the_forecast_suspect_names_the_stage_it_weighs_and_the_stages_read():
+    """Every stage beyond the band is weighed by the stage nearest the forecast (the highest
+    ratio of stages all faster, the lowest of stages all slower), and that one is named: the
+    text had called the highest ratio of stages all faster "the fastest stage's", and spelt
+    the ratios of stages all slower "slowest-to-fastest" from the lowest. Stages not read are
+    said: one stage of two read had been "every stage"."""
+    from astral_dsl.diagnose.compute import forecast_suspect
+
+    fc_comp, band = {0: 0.2, 1: 0.2}, (0.79, 1.24)
+    fast = forecast_suspect({0: 0.5, 1: 0.7}, fc_comp, band, "the band", True, "compute")
+    assert fast.kind == "forecast" and "fastest" not in fast.supports
+    assert "0.500-0.700x, is below the band for every stage (stage 1 the nearest the " \
+           "forecast, at 0.700x)" in fast.supports
+    slow = forecast_suspect({0: 1.5, 1: 1.3}, fc_comp, band, "the band", False, "compute")
+    assert slow.kind == "software" and "slowest-to-fastest" not in slow.supports
+    assert "1.300-1.500x, is above the band for every stage (stage 1 the nearest the " \
+           "forecast, at 1.300x)" in slow.supports
+    assert slow.summary.startswith("every stage computes 40% slower")
+    one = forecast_suspect({0: 0.5}, fc_comp, band, "the band", True, "megatron")
+    assert one.summary.startswith("the blocks of every stage read (1 of 2) (compute, TP "
+                                  "collectives and waits: Megatron-LM's timers) run 2.00x "
+                                  "faster")
+    assert one.contradicts == "none: every stage read (1 of 2) is faster than the band"
+    assert one.supports.startswith("observed over forecast compute, 0.500x, is below the band;")
 
 
 def test_partial_time_faults_are_found(small):
@@ -298,8 +359,31 @@ def test_a_network_suspect_lists_its_slow_pairs(small):
     assert first.slow and all(100 in o.ranks for o in first.slow)
     assert all(o.observed_s > 1.5 * o.expected_s for o in first.slow)
     assert {o.what for o in first.slow} <= {"pipeline transfer", "DP collective"}
-    n = first.evidence[0].slow
-    assert first.supports.startswith(f"{n} of the {first.evidence[0].total}")
+    # one evidence per kind of slow instance, adding up to what supports it
+    n = sum(e.slow for e in first.evidence)
+    assert first.supports.startswith(f"{n} of the {sum(e.total for e in first.evidence)}")
+    kinds = [e.what for e in first.evidence]
+    assert kinds == sorted(set(kinds)) and set(kinds) <= {"DP collectives", "pipeline transfers"}
+    assert first.supports.endswith(f"({', '.join(kinds)})")
+
+
+def test_a_network_suspects_evidence_is_given_per_kind():
+    """A NIC port at half rate on tests/fixtures/diagnose/small.astral slows its DP
+    all-reduces (about 78 ms) and its pipeline transfers (about 0.2 ms): each kind's evidence
+    says its own times. One median over both had said "DP collectives, pipeline transfers:
+    expected 0.199 ms, observed 0.401 ms", the transfers' times under the all-reduces' name."""
+    design = astral_dsl.load(str(SMALL))
+    fc, rm = seer.forecast(design), diagnose.rank_map(design)
+    port = next(p for r in rm.ranks if r.rank == 112 for p in r.ports)
+    data = generate(fc, rm, [Fault("nic_port", port.name, 0.5, 112)], seed=4)
+    first = diagnose.diagnose(design, write.to_observed(data)).suspects[0]
+    assert first.kind == "nic port" and port.name in first.parts
+    dp, pp = first.evidence
+    assert (dp.what, pp.what) == ("DP collectives", "pipeline transfers")
+    assert 60e-3 < dp.expected_s < 100e-3 and 1.8 < dp.observed_s / dp.expected_s < 2.2
+    assert pp.expected_s < 1e-3 and 1.8 < pp.observed_s / pp.expected_s < 2.2
+    assert 112 in dp.ranks and 112 in pp.ranks
+    assert first.supports.startswith(f"{dp.slow + pp.slow} of the {dp.total + pp.total} ")
 
 
 def test_the_band_comes_from_the_forecast_when_it_states_one(small):
@@ -330,6 +414,18 @@ def test_the_band_comes_from_the_forecast_when_it_states_one(small):
     inside = SimpleNamespace(envelope=lambda: SimpleNamespace(band=(-0.1087, 0.1417), inside=True))
     assert band_of(inside) == ((1 - 0.1087, 1.1417), "the forecast's calibration band")
     assert band_of(SimpleNamespace(envelope=SimpleNamespace(band=(0.0, 0.2))))[0] == (1.0, 1.2)
+    # a band measured on smaller jobs than this one says so, as the forecast's W759 does (it
+    # had been "the forecast's calibration band" alone)
+    from astral_dsl.seer.checked import Beyond
+    far = (Beyond("gpus", 16384, (8, 1024)),)
+    wide = SimpleNamespace(envelope=lambda: SimpleNamespace(band=(-0.1, 0.1), inside=True,
+                                                             extrapolated=far))
+    assert band_of(wide)[1] == ("the forecast's calibration band; extrapolated beyond the "
+                                "calibration runs: gpus 16,384 (checked 8-1,024), W759")
+    fc = SimpleNamespace(calibration={"inside": False, "band": [-0.2, 0.3], "outside": ["gpu X"],
+                                      "extrapolated": [far[0].as_json()]})
+    assert band_of(fc)[1].endswith("(gpu X), W753; extrapolated beyond the calibration runs: "
+                                   "gpus 16,384 (checked 8-1,024), W759")
     assert band_of(SimpleNamespace(calibration={"band": "wide"}))[0] == DEFAULT_BAND
 
 

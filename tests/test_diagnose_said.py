@@ -136,6 +136,26 @@ def test_another_jobs_traces_are_said_once(tmp_path):
     assert proc.returncode == 2 and proc.stdout.count("E785") == 1
 
 
+def test_a_log_passed_twice_is_said_once(small, tmp_path):
+    """The same log of 128 ranks passed twice (or two runs' logs in one directory): one E786
+    for the second file, with its ranks (it had been one a rank, 128 of them); one rank read
+    twice keeps its own words."""
+    design, fc, rm = small
+    first, again = tmp_path / "run.csv", tmp_path / "again.csv"
+    write.write_log(generate(fc, rm, [], iterations=1, seed=2), str(first))
+    again.write_bytes(first.read_bytes())
+    found = diagnose.diagnose(design, observe.load([str(first), str(again)]))
+    [d] = [d for d in found.diagnostics if d.code == "E786"]
+    assert (d.message, d.file) == ("128 ranks (0-127) appear twice: already read from "
+                                   f"{first}; these are left out", str(again))
+    assert found.ranks_read == tuple(range(128))
+    lines = first.read_text().splitlines()
+    one = tmp_path / "one.csv"
+    one.write_text("\n".join([lines[0]] + [r for r in lines[1:] if r.startswith("5,")]) + "\n")
+    [d] = [d for d in observe.load([str(first), str(one)]).diagnostics if d.code == "E786"]
+    assert d.message == f"rank 5 appears twice: already read from {first}; this one is left out"
+
+
 def test_traces_without_distributed_info_are_said_once(tmp_path):
     """A job's traces recorded without torch.distributed: W783 once for the directory (its
     message names no rank, the file name gives it), not once per rank."""

@@ -877,3 +877,14 @@ def test_an_nccl_kernels_key_is_its_arguments_after_correlation_and_device():
     fields = tracedoc.Args.__struct_fields__
     assert fields[:kernels._KEY_FROM] == ("correlation", "device")
     assert "collective" in fields[kernels._KEY_FROM:] and "pg_ranks" in fields
+
+
+def test_a_trace_cut_in_a_string_says_where_once(tmp_path):
+    """A trace cut inside a string: json's "Unterminated string starting at" had been followed
+    by " at line", "starting at at line 1"."""
+    path = tmp_path / "rank-0.json"
+    path.write_text('{"traceEvents": [{"name": "ncclDevKernel_Sen')
+    traces, diags = read_file(str(path))
+    assert traces == [] and [d.code for d in diags] == ["E781"]
+    assert diags[0].message == ("the file is truncated or not JSON (Unterminated string "
+                                "starting at line 1, column 27)")

@@ -113,9 +113,16 @@ def run(args, overrides) -> int:
         return _fail(args, list(design.diagnostics) + [_unreplayed(design, fc, exc)],
                      design.file, EXIT_ERRORS)
     out = args.output
+    log = out.endswith((".csv", ".jsonl"))
+    cols = write.log_rows(data, args.timers) if log else None
+    if cols is not None:
+        failed = _unreadable_log(len(cols[0]), out.endswith(".csv"), args.iterations)
+        if failed is not None:
+            return failed
     try:
-        if out.endswith((".csv", ".jsonl")):
-            write.write_log(data, out, "csv" if out.endswith(".csv") else "jsonl", args.timers)
+        if log:
+            write.write_log(data, out, "csv" if out.endswith(".csv") else "jsonl", args.timers,
+                            cols)
         else:
             write.write_traces(data, out)
     except OSError as exc:
@@ -139,6 +146,21 @@ def run(args, overrides) -> int:
         stream.write(f"synth: job `{data.job}`, {data.world:,} ranks x {its} "
                      f"iteration{'' if its == 1 else 's'} written to {out}; injected: {what}\n")
     return EXIT_OK
+
+
+def _unreadable_log(rows: int, header: bool, iterations: int):
+    """The usage error of a rank log of more lines than `astral diagnose` reads in one file
+    (observe.ranklog.MAX_ROWS, E781 there), before it is written; else None."""
+    from astral_dsl.observe import ranklog
+
+    room = ranklog.MAX_ROWS - header           # a CSV's header is a line of the count
+    if rows <= room:
+        return None
+    fit = room // max(1, -(-rows // iterations))
+    fewer = f"--iterations {fit} or fewer" if fit else "not even one iteration fits"
+    return usage(f"the rank log would hold {rows:,} rows, more than the {room:,} that `astral "
+                 f"diagnose` reads in one file (E781): {fewer}; or a directory of profiler "
+                 f"traces, one file per rank (-o DIRECTORY)")
 
 
 def _asked(args):

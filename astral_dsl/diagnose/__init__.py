@@ -23,12 +23,13 @@ import numpy as np
 
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnose import breakdown, checks, clocks, compute, evidence, in_blocks, \
-    localise, match, verdict
+    layout, localise, match, verdict
 from astral_dsl.diagnose.checks import diag as _diag
 from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, uncompared as \
     _uncompared, unforecast_dp as _unforecast_dp, unnamed_dp as _unnamed_dp
 from astral_dsl.diagnose.model import ClockFit, Diagnosis, Suspect
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.observe.load import ranges
 from astral_dsl.observe.records import OP_INDEX, totals
 
 
@@ -37,17 +38,6 @@ class DiagnoseError(Exception):
     def __init__(self, message: str, diagnostics=()):
         super().__init__(message)
         self.diagnostics = list(diagnostics)
-
-
-def _ranges(ranks: List[int]) -> str:
-    out, i = [], 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ", ".join(out[:12]) + (f" and {len(out) - 12} more ranges" if len(out) > 12 else "")
 
 
 def job_and_forecast(design, job: Optional[str], calibration=None):
@@ -135,6 +125,10 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     if wrong is not None:
         raise DiagnoseError("the observed data does not match the job's rank order",
                             diags + [wrong])
+    wrong = layout.layout(traces, rm, observed)
+    if wrong is not None:
+        raise DiagnoseError("the observed data does not match the job's parallel layout",
+                            diags + [wrong])
     iterations = checks.iterations(traces, diags)
     traces = checks.foreign(traces, rm, iterations, diags)
     if not traces:
@@ -167,6 +161,15 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                                    f"{clocks.MAX_DRIFT * 1e6:g} ppm): its collectives are left "
                                    f"out", files[0] if files else None,
                            "a clock that jumped, or records from another run"))
+    if timers == "megatron" and all(t.source == "kineto" for t in traces.values()):
+        # a trace's kernels are compute alone: read per TP group as wall time, a GPU 12 %
+        # slow was one eighth of its group's and the job `healthy`
+        message, said = _refused(
+            "E311", "timers `megatron` do not fit the observed data: profiler traces time each "
+                    "kernel, the GPU's compute alone, not Megatron-LM's wall time of each step",
+            min(t.file for t in traces.values()),
+            "leave --timers to `auto` (or `compute`) for profiler traces")
+        raise DiagnoseError(message, diags + said)
     timers = _timers(timers, traces)
     # a trace that shows the experts' gradients on their own group shows the dense ones apart
     apart = bool((inst_.kind == match.KIND_CODES["edp"]).any())
@@ -218,7 +221,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
         where = list(observed.sources) or list(observed.files)
         shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
         diags.append(_diag("W787", f"{len(missing)} of the job's {rm.world} ranks have no "
-                                   f"usable observed data: {_ranges(missing)} (looked in "
+                                   f"usable observed data: {ranges(missing)} (looked in "
                                    f"{shown or 'nothing'})", where[0] if where else None,
                            "their collectives are incomplete and left out; compute of the "
                            "ranks read is still compared"))

@@ -5,7 +5,8 @@ checks"): each problem is a diagnostic naming its file, and what remains is stil
   duplicates are resolved, so that a directory mixing two jobs keeps this job's trace;
 - the rank order (E792): pipeline transfers name their peer and profiler traces their process
   groups; when they do not fit the job's parallel order but another order fits, the data is
-  not this rank order's and nothing else can be compared;
+  not this rank order's and nothing else can be compared (no order fitting at all, another
+  parallel layout: layout.py);
 - another job of the same world size (E790): a rank whose process groups are not its groups in
   any order, whose iterations are none of the others', or whose schedule (communication records
   per iteration) is not its pipeline stage's;
@@ -20,26 +21,35 @@ import numpy as np
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
-from astral_dsl.observe.load import TWICE_HINT, said_once
-from astral_dsl.observe.records import OP_INDEX, comm_mask, distinct
+from astral_dsl.observe.load import TWICE_HINT, ranges, said_once
+from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
 CUT = 0.9                # a last iteration with fewer records than this share of its stage's
 SCHEDULE_OFF = 0.5       # communication records per iteration this far from the stage's median
+# the phases of a pipeline transfer: a log's pp_comm, a trace's send or receive on the pipeline
+# group or on none named (`comm`)
+PIPELINE_PHASES = np.array([PHASE_INDEX["pp_comm"], PHASE_INDEX["comm"]], dtype=np.int8)
 
 
-def diag(code, message, file=None, hint=None) -> Diagnostic:
+def diag(code, message, file=None, hint=None, notes=()) -> Diagnostic:
     sev = Severity.ERROR if code.startswith("E") else Severity.WARNING
-    return Diagnostic(code, sev, message, None, hint, file=file)
+    return Diagnostic(code, sev, message, None, hint, file=file, notes=tuple(notes))
 
 
 def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
     """rank -> trace: other world sizes set aside first (E785), then ranks outside the job and
     ranks read twice (E786, the first file kept), and the records of a transfer whose peer is
     outside the job (E786). One said alike for many files (another job's traces) is said
-    once, with the count (load.said_once)."""
+    once, with the count (load.said_once); the ranks outside the job, and those naming a peer
+    outside it, are each said once for all of them (a log of 256 ranks read as a job of 128
+    had been 256 diagnostics, 900 lines), and the ranks of one file read before from another
+    once for the two files (a log passed twice: 128 diagnostics)."""
     out: Dict[int, object] = {}
     said: List[Diagnostic] = []
+    beyond: List[object] = []             # traces of a rank outside the job
+    peers: List[Tuple[object, int, int]] = []    # (trace, records, first peer) outside the job
+    twice: Dict[Tuple[str, str], List[int]] = {}  # (file, the file read first) -> ranks
     for t in observed.traces:
         if t.world_size is not None and t.world_size != rm.world:
             said.append(diag("E785", f"the trace is from a job of {t.world_size} ranks, "
@@ -47,25 +57,50 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
                              "pass the traces of this job, or --job for the right one"))
             continue
         if not 0 <= t.rank < rm.world:
-            said.append(diag("E786", f"rank {t.rank} is outside the job's {rm.world} ranks: "
-                                     f"left out", t.file,
-                             f"`{rm.job}` has ranks 0-{rm.world - 1}: a file of another job "
-                             f"(--job names the job observed) or a wrong rank column"))
+            beyond.append(t)
             continue
         if t.rank in out:
-            said.append(diag("E786", f"rank {t.rank} appears twice: already read from "
-                                     f"{out[t.rank].file}; this one is left out", t.file,
-                             TWICE_HINT))
+            twice.setdefault((t.file, out[t.rank].file), []).append(t.rank)
             continue
         outside = (t.peer >= rm.world) | (t.peer < -1)
         if outside.any():                 # a transfer with a rank the job does not have
-            said.append(diag("E786", f"rank {t.rank}: {int(outside.sum()):,} record(s) name a "
-                                     f"peer outside the job's {rm.world} ranks (e.g. "
-                                     f"{int(t.peer[outside][0])}): left out", t.file))
+            peers.append((t, int(outside.sum()), int(t.peer[outside][0])))
             t = t.select(~outside)
         out[t.rank] = t
+    for (file, first), ranks in twice.items():    # a log of every rank appended twice: once
+        which = f"rank {ranks[0]} appears" if len(ranks) == 1 else \
+            f"{len(ranks):,} ranks ({ranges(sorted(ranks))}) appear"
+        said.append(diag("E786", f"{which} twice: already read from {first}; "
+                                 f"{'this one is' if len(ranks) == 1 else 'these are'} left out",
+                         file, TWICE_HINT))
     diags.extend(said_once(said))
+    if beyond:
+        ranks = sorted(t.rank for t in beyond)
+        which = f"rank {ranks[0]} is" if len(ranks) == 1 else \
+            f"{len(ranks):,} ranks ({ranges(ranks)}) are"
+        diags.append(diag("E786", f"{which} outside the job's {rm.world} ranks: left out",
+                          beyond[0].file, f"`{rm.job}` has ranks 0-{rm.world - 1}: a file of "
+                          f"another job (--job names the job observed) or a wrong rank column",
+                          _files(t.file for t in beyond)))
+    if peers:
+        t, n, peer = peers[0]
+        which = f"rank {t.rank}" if len(peers) == 1 else \
+            f"{len(peers):,} ranks ({ranges(sorted(p[0].rank for p in peers))})"
+        total = sum(p[1] for p in peers)
+        diags.append(diag("E786", f"{which}: {total:,} record(s) name a peer outside the job's "
+                                  f"{rm.world} ranks (e.g. {peer}"
+                                  f"{'' if len(peers) == 1 else f', of rank {t.rank}'}): left "
+                                  f"out", t.file, None, _files(p[0].file for p in peers)))
     return out
+
+
+def _files(files) -> Tuple[str, ...]:
+    """A note naming the files of a diagnostic said once for several (none for one)."""
+    files = list(dict.fromkeys(files))
+    if len(files) < 2:
+        return ()
+    shown = ", ".join(files[:4]) + (f" and {len(files) - 4:,} more" if len(files) > 4 else "")
+    return (f"the files: {shown}",)
 
 
 def unnamed_groups(traces) -> Optional[Diagnostic]:
@@ -167,8 +202,7 @@ def _peers_fit(traces, rm) -> Tuple[int, int]:
     pp_of = np.asarray(rm.group_of_rank["pp"])
     fit = total = 0
     for rank, t in traces.items():
-        p2p = ((t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])) & (t.peer >= 0) & \
-            (t.peer < rm.world)
+        p2p = pipeline(t) & (t.peer < rm.world)
         if not p2p.any():
             continue
         peers = distinct(t.peer[p2p])
@@ -182,13 +216,13 @@ def _groups_fit(traces, rm) -> Tuple[int, int]:
     whose kind the trace names)."""
     fit = total = 0
     for rank, t in traces.items():
-        for gi in (_used_groups(t) if t.groups else ()):
+        for gi in (used_groups(t) if t.groups else ()):
             g = t.groups[gi]
             kind = group_kind(g.desc, g.name)
             if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
                 continue
             total += 1
-            fit += int(tuple(sorted(g.ranks)) in _mine(rm, kind, rank))
+            fit += int(tuple(sorted(g.ranks)) in groups_of(rm, kind, rank))
     return fit, total
 
 
@@ -233,6 +267,13 @@ def rank_order(traces, rm, fit_of=None, tiebreak=None) -> Optional[Diagnostic]:
                         f"{' and '.join(o for _, o in fits[:3])} explain{'s' if len(fits) == 1 else ''} "
                         f"{fits[0][0]:.0%}", files[0] if files else None,
                 f"pass --order {fits[0][1]} (or declare `order` in the job's `parallel`)")
+
+
+def pipeline(t) -> np.ndarray:
+    """The rank's pipeline transfers that name a peer (a CP ring's or an EP exchange's sends,
+    of their own phase, are not its pipeline's)."""
+    return ((t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])) & (t.peer >= 0) & \
+        np.isin(t.phase, PIPELINE_PHASES)
 
 
 # ---- another job of the same world size -------------------------------------------------------
@@ -281,22 +322,22 @@ def _foreign_groups(t, rm) -> Optional[str]:
     rank order (a wrong order is E792's)."""
     if not t.groups:
         return None
-    for gi in _used_groups(t):
+    for gi in used_groups(t):
         g = t.groups[gi]
         kind = group_kind(g.desc, g.name)
         if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
             continue
-        mine = _mine(rm, kind, t.rank)
+        mine = groups_of(rm, kind, t.rank)
         if t.rank not in g.ranks or len(g.ranks) not in {len(m) for m in mine}:
             return (f"its {kind.upper()} group `{g.name or g.desc}` holds ranks "
-                    f"{_short(g.ranks)}, the job's {kind.upper()} groups have "
+                    f"{short(g.ranks)}, the job's {kind.upper()} groups have "
                     f"{' or '.join(str(n) for n in sorted({len(m) for m in mine}))} ranks and "
                     f"this one's {'are' if len(mine) > 1 else 'is'} "
-                    f"{' or '.join(_short(m) for m in mine)}")
+                    f"{' or '.join(short(m) for m in mine)}")
     return None
 
 
-def _mine(rm, kind: str, rank: int) -> List[Tuple[int, ...]]:
+def groups_of(rm, kind: str, rank: int) -> List[Tuple[int, ...]]:
     """The rank's groups a process group the trace says is of `kind` may be: for data
     parallelism the DP group, and the DP x CP one (context parallelism: Megatron-Core's
     DATA_PARALLEL_GROUP_WITH_CP, which reduces the gradients) and the expert-data-parallel one
@@ -307,7 +348,7 @@ def _mine(rm, kind: str, rank: int) -> List[Tuple[int, ...]]:
     return [rm.group(k, rank).ranks for k in kinds if k in rm.groups]
 
 
-def _used_groups(t) -> List[int]:
+def used_groups(t) -> List[int]:
     """The process-group indices the trace's records name, ascending."""
     return distinct(t.group[t.group >= 0]).tolist()
 
@@ -320,10 +361,10 @@ def _its(its) -> str:
         else ", ".join(map(str, its))
 
 
-def _short(ranks) -> str:
+def short(ranks) -> str:
     ranks = list(ranks)
     return "[" + ", ".join(map(str, ranks[:6])) + (", ..." if len(ranks) > 6 else "") + "]"
 
 
-__all__ = ["ORDER_FIT", "candidate_orders", "foreign", "iterations", "order_fit", "rank_order",
-           "usable"]
+__all__ = ["ORDER_FIT", "candidate_orders", "foreign", "groups_of", "iterations", "order_fit",
+           "pipeline", "rank_order", "short", "usable", "used_groups"]

@@ -16,8 +16,10 @@ records of each reads 0 and 0. A drift is held towards 0 by a ridge (DRIFT_RIDGE
 seen at one moment only still has a fit (drift 0).
 
 Robustly: the host that fits worst is set aside while its residual (root mean square) is above
-RESIDUAL_S, or its drift beyond MAX_DRIFT, and the rest fitted again, so one bad clock (a jump,
-records of another run) cannot bend its peers'. Those hosts cannot be aligned."""
+RESIDUAL_S, or its drift beyond MAX_DRIFT from its set's median drift, and the rest fitted
+again, so one bad clock (a jump, records of another run) cannot bend its peers'. Those hosts
+cannot be aligned. The median, not the reference host's: where the reference is the bad clock,
+every other host reads its drift, and a healthy one had been set aside for it."""
 from __future__ import annotations
 
 from typing import List, Tuple
@@ -59,9 +61,10 @@ def align(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int)
     t0 = float(0.5 * (end.min() + end.max())) if end.size else 0.0
     rounds = max(1, min(64, n_hosts // 2 + 1))
     for n in range(rounds + 1):
-        offsets, drifts, rms, residual, seen = _fit(host[keep], instance[keep], end[keep] - t0,
-                                                    n_hosts)
-        worse = np.maximum(rms / RESIDUAL_S, np.abs(drifts) / MAX_DRIFT)
+        offsets, drifts, rms, residual, seen, comp = _fit(host[keep], instance[keep],
+                                                          end[keep] - t0, n_hosts)
+        worse = np.maximum(rms / RESIDUAL_S, np.abs(drifts - _medians(drifts, seen, comp))
+                           / MAX_DRIFT)
         worst = int(np.argmax(worse))
         if worse[worst] <= 1.0 or n == rounds:
             break
@@ -73,15 +76,26 @@ def align(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int)
     return Clocks(offsets, drifts, t0, tuple(sorted(bad)), aligned, full)
 
 
+def _medians(drifts: np.ndarray, seen: np.ndarray, comp: np.ndarray) -> np.ndarray:
+    """Per host, the median drift of the hosts seen in its set (connected component)."""
+    out = np.zeros(drifts.size)
+    for c in np.unique(comp[seen]):
+        mine = comp == c
+        out[mine] = float(np.median(drifts[mine & seen]))
+    return out
+
+
 def _fit(host: np.ndarray, instance: np.ndarray, tau: np.ndarray, n_hosts: int):
     """(offset per host, drift per host, residual rms per host, per-record residual, hosts
-    seen in an instance with another host). `tau`: each record's end, seconds from t0;
+    seen in an instance with another host, each host's set of hosts sharing collectives: a
+    connected component's label). `tau`: each record's end, seconds from t0;
     `instance` the instance of each record (records of instances with one host are
     ignored)."""
     offsets, drifts = np.zeros(n_hosts), np.zeros(n_hosts)
     residual = np.zeros(tau.size)
     if tau.size == 0:
-        return offsets, drifts, np.zeros(n_hosts), residual, np.zeros(n_hosts, dtype=bool)
+        return (offsets, drifts, np.zeros(n_hosts), residual, np.zeros(n_hosts, dtype=bool),
+                np.arange(n_hosts))
     H = n_hosts
     n_inst = int(instance.max()) + 1
     count = sparse.coo_matrix((np.ones(tau.size), (instance, host)), shape=(n_inst, H)).tocsr()
@@ -123,7 +137,7 @@ def _fit(host: np.ndarray, instance: np.ndarray, tau: np.ndarray, n_hosts: int):
     t_i = np.bincount(instance, weights=w_r * (tau - model), minlength=n_inst) * inv_n
     residual = np.where(m, tau - t_i[instance] - model, 0.0)
     rms = np.sqrt(np.bincount(host, weights=residual ** 2, minlength=H) / np.maximum(weight, 1))
-    return offsets, drifts, rms, residual, weight > 0
+    return offsets, drifts, rms, residual, weight > 0, comp
 
 
 __all__ = ["Clocks", "MAX_DRIFT", "RESIDUAL_S", "align"]

@@ -335,12 +335,25 @@ def forecast_evidence(ratios: Dict[int, float], band: Tuple[float, float]
 
 def forecast_suspect(ratios: Dict[int, float], fc_comp: Dict[int, float], band, source: str,
                      faster: bool, timers: str) -> Suspect:
+    """The forecast (every stage read faster than the band) or the software (slower) as a
+    suspect. The stage weighed is the one nearest the forecast (forecast_evidence): the
+    slowest against its forecast of stages all faster, the fastest of stages all slower; the
+    stages not read are said (nothing is known of them)."""
     ratio = float(np.median(list(ratios.values())))
     ev = tuple(Evidence(f"compute per iteration, stage {s}", fc_comp[s], fc_comp[s] * r,
                         fc_comp[s]) for s, r in sorted(ratios.items()))
-    what = ("every stage's blocks (compute, TP collectives and waits: Megatron-LM's timers)"
-            if timers == "megatron" else "every stage computes")
-    inside = f"the forecast's band is {band[0]:.2f}-{band[1]:.2f}x ({source})"
+    stages = "every stage" if len(ratios) == len(fc_comp) else \
+        f"every stage read ({len(ratios)} of {len(fc_comp)})"
+    what = (f"the blocks of {stages} (compute, TP collectives and waits: Megatron-LM's timers) "
+            f"run" if timers == "megatron" else f"{stages} computes")
+    near = (max if faster else min)(sorted(ratios), key=ratios.get)
+    low, high = min(ratios.values()), max(ratios.values())
+    spread = f"{low:.3f}x" if len(ratios) == 1 else f"{low:.3f}-{high:.3f}x"
+    each = "" if len(ratios) == 1 else \
+        f" for every stage (stage {near} the nearest the forecast, at {ratios[near]:.3f}x)"
+    supports = (f"observed over forecast compute, {spread}, is {'below' if faster else 'above'}"
+                f" the band{each}; the forecast's band is {band[0]:.2f}-{band[1]:.2f}x "
+                f"({source})")
     if faster:
         return Suspect("forecast", "forecast", ("forecast",), 0.0,
                        f"{what} {1 / ratio:.2f}x faster than the forecast: the forecast does "
@@ -348,17 +361,14 @@ def forecast_suspect(ratios: Dict[int, float], fc_comp: Dict[int, float], band, 
                        "check what the forecast assumes (GPU model and clocks, model size, "
                        "batch, sequence, parallel layout, recomputation) against the job: a "
                        "run this much faster than its forecast is not the job the design "
-                       "states", supports=f"the fastest stage's ratio {max(ratios.values()):.3f}"
-                       f" is below the band; {inside}",
-                       contradicts="none: every stage is faster than the band")
+                       "states", supports=supports,
+                       contradicts=f"none: {stages} is faster than the band")
     return Suspect("software", "forecast or software", (), 0.0,
                    f"{what} {ratio - 1:.0%} slower than the forecast: the forecast or the "
                    f"software (kernels, clocks, versions), not one part", ev,
                    "compare the framework, kernels and GPU clocks with the forecast's "
-                   "assumptions before suspecting hardware",
-                   supports=f"the slowest-to-fastest stage ratios {min(ratios.values()):.3f}-"
-                            f"{max(ratios.values()):.3f} are all above the band; {inside}",
-                   contradicts="none: every stage is slower than the band")
+                   "assumptions before suspecting hardware", supports=supports,
+                   contradicts=f"none: {stages} is slower than the band")
 
 
 __all__ = ["ALARM_ODDS", "Found", "SLOW_MAX", "SLOW_MIN", "find", "forecast_evidence",

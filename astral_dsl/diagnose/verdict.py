@@ -63,13 +63,32 @@ def band_of(fc) -> Tuple[Tuple[float, float], str]:
 
 
 def _source(env) -> str:
-    """Where a forecast's band comes from: measured (inside) or the default outside (W753)."""
+    """Where a forecast's band comes from: measured (inside) or the default outside (W753);
+    and the scale or layout it goes beyond the calibration runs' at (W759), as the forecast
+    says it: a band measured on runs of 8 to 1,024 GPUs had been "the forecast's calibration
+    band" for a job of 16,384."""
     get = env.get if isinstance(env, dict) else lambda k, d: getattr(env, k, d)
+    beyond = _beyond(get("extrapolated", ()) or ())
+    beyond = f"; extrapolated beyond the calibration runs: {beyond}, W759" if beyond else ""
     if get("inside", True) is not False:
-        return "the forecast's calibration band"
+        return "the forecast's calibration band" + beyond
     why = [str(o) for o in get("outside", ()) or ()]
     return ("the forecast's default band, not a measurement: outside the calibrated envelope"
-            + (" (" + "; ".join(why) + ")" if why else "") + ", W753")
+            + (" (" + "; ".join(why) + ")" if why else "") + ", W753" + beyond)
+
+
+def _beyond(extrapolated) -> str:
+    """The dimensions beyond the calibration runs (Envelope.extrapolated, or its JSON)."""
+    from astral_dsl.seer.checked import Beyond
+
+    out = []
+    for b in extrapolated:
+        if isinstance(b, dict):
+            b = Beyond(str(b.get("field")), float(b.get("value") or 0),
+                       tuple(b["checked"]) if b.get("checked") else None)
+        if isinstance(b, Beyond):
+            out.append(b.text())
+    return "; ".join(out)
 
 
 PRIOR_ODDS = 1.0 / FAMILIES     # a priori, one family's fault against none

@@ -89,6 +89,7 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
     files, diags = files_of(paths)
     traces: List[RankTrace] = []
     seen: Dict[Tuple[int, object], RankTrace] = {}
+    twice: Dict[Tuple[str, str], List[int]] = {}     # (file, the file read first) -> ranks
     for (path, named), (found, more) in zip(files, _read_all([f for f, _ in files], workers)):
         if not named and not found and [d.code for d in more] == ["E782"] and \
                 not _looks_observed(path):
@@ -98,12 +99,16 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
         for t in found:
             key = (t.rank, t.world_size)
             if key in seen:
-                diags.append(diag("E786", f"rank {t.rank} appears twice: already read from "
-                                          f"{seen[key].file}; this one is left out", path,
-                                  TWICE_HINT))
+                twice.setdefault((path, seen[key].file), []).append(t.rank)
                 continue
             seen[key] = t
             traces.append(t)
+    for (path, first), ranks in twice.items():   # a log passed twice: once, not once a rank
+        which = f"rank {ranks[0]} appears" if len(ranks) == 1 else \
+            f"{len(ranks):,} ranks ({ranges(sorted(ranks))}) appear"
+        diags.append(diag("E786", f"{which} twice: already read from {first}; "
+                                  f"{'this one is' if len(ranks) == 1 else 'these are'} left out",
+                          path, TWICE_HINT))
     return Observed(tuple(traces), tuple(said_once(diags)), tuple(f for f, _ in files),
                     tuple(paths))
 
@@ -133,6 +138,18 @@ def said_once(diags: Sequence[Diagnostic]) -> List[Diagnostic]:
                                      notes=first.notes + (f"the files: {shown}",))
         dropped.update(at[1:])
     return [merged.get(i, d) for i, d in enumerate(diags) if i not in dropped]
+
+
+def ranges(ranks: Sequence[int]) -> str:
+    """Sorted ranks as ranges: `0-63, 65, 70-71`, at most 12 ranges said."""
+    out, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    return ", ".join(out[:12]) + (f" and {len(out) - 12} more ranges" if len(out) > 12 else "")
 
 
 PARALLEL_FROM = 64
@@ -365,8 +382,10 @@ def _json(path: str, text: str, stripped: str):
             return [], [diag("E781", f"the JSON holds an integer of more than "
                                      f"{sys.get_int_max_str_digits():,} digits: not read",
                              path)]
-        return [], [diag("E781", f"the file is truncated or not JSON ({exc.msg} at line "
-                                 f"{exc.lineno}, column {exc.colno})", path,
+        # json's "Unterminated string starting at" ends in "at" already
+        return [], [diag("E781", f"the file is truncated or not JSON "
+                                 f"({exc.msg.removesuffix(' at')} at line {exc.lineno}, "
+                                 f"column {exc.colno})", path,
                          "a profiler trace is written when the profiler stops: copy it again "
                          "after the run")]
     return _document(path, doc, stripped)
@@ -394,4 +413,5 @@ def _document(path: str, doc, stripped):
     return [], [diag("E782", "a JSON file without `traceEvents`: not a profiler trace", path)]
 
 
-__all__ = ["MAX_BYTES", "Observed", "TWICE_HINT", "files_of", "load", "read_file", "said_once"]
+__all__ = ["MAX_BYTES", "Observed", "TWICE_HINT", "files_of", "load", "ranges", "read_file",
+           "said_once"]

@@ -276,8 +276,8 @@ def _breakdown(b) -> List[str]:
                    + ", ".join(f"{c.replace('_', ' ')} {_s(v)}" for c, v in causes.items()))
     for s in b.spread[:3]:
         out.append(f"  spread     {s.name[:60]}: {_s(s.min_s)} to {_s(s.max_s)} across "
-                   f"{s.ranks:,} ranks (median {_s(s.median_s)}; slowest rank "
-                   f"{s.slowest_rank})")
+                   f"{s.ranks:,} rank{'' if s.ranks == 1 else 's'} (median {_s(s.median_s)}; "
+                   f"slowest rank {s.slowest_rank})")
     if b.slowest:
         out.append("  slowest    " + ", ".join(
             f"rank {s.rank} ({s.compute_s / s.peers_s:.3f}x its stage)" for s in b.slowest

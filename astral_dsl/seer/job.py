@@ -147,12 +147,20 @@ def model_spec(inst) -> ModelSpec:
 def unknown_options(options) -> List[Diagnostic]:
     """E203 for each option that is not a job field (`seer.forecast(design, bogus=1)`), as a
     .astral job that sets it: an API call has no source, so no span; the hint names the
-    closest field, else every option."""
+    closest field, else every option. A job field that is no option (`gpus`, `model`,
+    `placement`) says so: it had been called "not a job field"."""
     from astral_dsl.diagnostics import Severity, did_you_mean
 
     out = []
+    fields = KINDS["job"].fields
     for name in sorted(set(options) - set(OPTIONS)):
-        hint = did_you_mean(name, OPTIONS) or "forecast options: " + ", ".join(sorted(OPTIONS))
+        listed = "forecast options: " + ", ".join(sorted(OPTIONS))
+        if name in fields:        # `gpus`, `model`, `placement`: the job's, not a what-if's
+            out.append(Diagnostic("E203", Severity.ERROR, f"`{name}` is a job field but not a "
+                                  f"forecast option: state it in the design (a job of its "
+                                  f"own for the what-if)", None, listed))
+            continue
+        hint = did_you_mean(name, OPTIONS) or listed
         out.append(Diagnostic("E203", Severity.ERROR, f"`{name}` is not a job field, so not a "
                               f"forecast option", None, hint))
     return out

@@ -134,9 +134,11 @@ def _folded(s: Synthetic) -> Synthetic:
                         op=s.op[keep], block=None if s.block is None else s.block[keep])
 
 
-def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels") -> int:
-    """One file for every rank; returns the rows written."""
-    cols = log_rows(s, timers)
+def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels",
+              cols=None) -> int:
+    """One file for every rank; returns the rows written. `cols`: log_rows(s, timers), when
+    the caller has them already."""
+    cols = log_rows(s, timers) if cols is None else cols
     rank, it, ph, st, du, pe, op = cols
     rank_s, it_s = list(map(str, rank)), list(map(str, it))
     st_s, du_s = [f"{v:.7f}" for v in st], [f"{v:.7f}" for v in du]
