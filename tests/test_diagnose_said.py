@@ -172,7 +172,7 @@ def test_a_diagnostic_of_one_file_is_not_merged():
     """said_once leaves alone a diagnostic said for one file, however often, and keeps the
     order of the others."""
     from astral_dsl.observe.kineto import diag
-    from astral_dsl.observe.load import said_once
+    from astral_dsl.observe.said import said_once
 
     a, b = diag("E781", "the file is empty", "a.json"), diag("E781", "the file is empty",
                                                              "b.json")

@@ -29,7 +29,7 @@ from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, unco
     _uncompared, unforecast_dp as _unforecast_dp, unnamed_dp as _unnamed_dp
 from astral_dsl.diagnose.model import ClockFit, Diagnosis, Suspect
 from astral_dsl.diagnostics import Diagnostic, Severity
-from astral_dsl.observe.load import ranges
+from astral_dsl.observe.said import ranges
 from astral_dsl.observe.records import OP_INDEX, totals
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
-from astral_dsl.observe.load import TWICE_HINT, ranges, said_once
+from astral_dsl.observe.said import TWICE_HINT, ranges, said_once
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain

@@ -16,8 +16,6 @@ import threading
 import zlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import attrs
-
 from astral_dsl import records
 from astral_dsl.regularfile import open_regular
 from astral_dsl.diagnostics import Diagnostic
@@ -25,6 +23,7 @@ from astral_dsl.line_ends import lines_of
 from astral_dsl.observe import budget, kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
+from astral_dsl.observe.said import TWICE_HINT, ranges, said_once
 from astral_dsl.pools import cores, local_workers
 
 _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
@@ -47,11 +46,6 @@ class Observed:
         for t in self.traces:
             out.setdefault(t.rank, t)
         return dict(sorted(out.items()))
-
-
-# E786's hint when two files hold one rank (observe.load and the diagnosis's checks)
-TWICE_HINT = ("two copies of one rank's file, or two runs' files in one directory: pass the "
-              "files of one run")
 
 
 def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnostic]]:
@@ -111,45 +105,6 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
                           path, TWICE_HINT))
     return Observed(tuple(traces), tuple(said_once(diags)), tuple(f for f, _ in files),
                     tuple(paths))
-
-
-FILES_NAMED = 4             # files a diagnostic said once for many names
-
-
-def said_once(diags: Sequence[Diagnostic]) -> List[Diagnostic]:
-    """The diagnostics with each one repeated alike (code, message and hint) for several files
-    said once, at the first, with the count and the first FILES_NAMED files: one per rank of
-    a job profiled alike, or of another job's 1,024 traces, would bury the rest."""
-    alike: Dict[Tuple, List[int]] = {}
-    for i, d in enumerate(diags):
-        if d.file is not None and d.span is None:
-            alike.setdefault((d.code, d.severity, d.message, d.hint), []).append(i)
-    merged: Dict[int, Diagnostic] = {}
-    dropped = set()
-    for at in alike.values():
-        files = list(dict.fromkeys(diags[i].file for i in at))
-        if len(files) < 2:
-            continue
-        first = diags[at[0]]
-        shown = ", ".join(files[:FILES_NAMED]) + (f" and {len(files) - FILES_NAMED:,} more"
-                                                  if len(files) > FILES_NAMED else "")
-        merged[at[0]] = attrs.evolve(first, message=f"{first.message} (said once for "
-                                                    f"{len(files):,} files alike)",
-                                     notes=first.notes + (f"the files: {shown}",))
-        dropped.update(at[1:])
-    return [merged.get(i, d) for i, d in enumerate(diags) if i not in dropped]
-
-
-def ranges(ranks: Sequence[int]) -> str:
-    """Sorted ranks as ranges: `0-63, 65, 70-71`, at most 12 ranges said."""
-    out, i = [], 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ", ".join(out[:12]) + (f" and {len(out) - 12} more ranges" if len(out) > 12 else "")
 
 
 PARALLEL_FROM = 64
