@@ -888,3 +888,30 @@ def test_a_trace_cut_in_a_string_says_where_once(tmp_path):
     assert traces == [] and [d.code for d in diags] == ["E781"]
     assert diags[0].message == ("the file is truncated or not JSON (Unterminated string "
                                 "starting at line 1, column 27)")
+
+
+def test_a_transfers_peer_is_its_rank_within_the_process_group(tmp_path):
+    """PyTorch records a send's `Dst Rank` and a recv's `Src Rank` as the peer's rank within the
+    process group (torch.distributed passes ProcessGroupNCCL the group's rank; isend and
+    batch_isend_irecv turn the global one into it), beside the group's global `Process Group
+    Ranks`. Stage 1 of a pipeline group [3, 67] sends to group rank 0 (rank 3) and receives from
+    group rank 0; read as global, its peer had been rank 0 (of another pipeline group). A peer
+    past the listed ranks (no list, or one cut short) is read as written."""
+    def kernel(ts, args):
+        return {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv", "ts": ts,
+                "dur": 5, "args": {"device": 0, "stream": 28, **args}}
+
+    group = {"Process Group Name": "pp-3", "Process Group Description": "PIPELINE_MODEL_PARALLEL",
+             "Process Group Ranks": [3, 67]}
+    doc = {"distributedInfo": {"rank": 67, "world_size": 128},
+           "traceEvents": [
+               {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0,
+                "dur": 1000},
+               kernel(10, {"Collective name": "recv", "Src Rank": 0, **group}),
+               kernel(20, {"Collective name": "send", "Dst Rank": 0, **group}),
+               kernel(30, {"Collective name": "send", "Dst Rank": 5, **group}),
+               kernel(40, {"Collective name": "send", "Dst Rank": 2})]}
+    path = tmp_path / "rank-67.json"
+    path.write_text(json.dumps(doc))
+    (trace,), diags = read_file(str(path))
+    assert list(trace.peer) == [3, 3, 5, 2]

@@ -65,10 +65,9 @@ def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
 def _misfit(t, rm) -> Optional[str]:
     """What of the rank's structure is not its in the job (a pipeline peer outside its
     pipeline group, a process group that is not its), '' when all is, None when it names no
-    peer or group. A log's peers are global ranks (its `peer` column); a trace's are taken
-    from its process groups alone, whose `Process Group Ranks` are global: the `Src Rank` /
-    `Dst Rank` of a send may be the peer's rank within its group, as ProcessGroupNCCL's send
-    and recv take it, and would read as a peer outside the pipeline group."""
+    peer or group. A log's peers are global ranks (its `peer` column); a trace's structure is
+    taken from its process groups alone, whose `Process Group Ranks` are global (its peers,
+    read through them in observe/kernels.py, are global only where the list is whole)."""
     pp_of, rank = rm.group_of_rank["pp"], t.rank
     sizes = dict(rm.sizes)
     for kind in ("ep", "cp"):             # an EP exchange or CP ring the job does not have

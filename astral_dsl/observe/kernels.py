@@ -274,6 +274,15 @@ def _nccl_meaning(args, groups, group_index) -> Tuple[int, int, int, int]:
             peer = value if 0 <= value < _INT64 else -1     # no rank: unknown
             break
     pg_ranks = as_ranks(args.pg_ranks)
+    if 0 <= peer < len(pg_ranks):
+        # a send's `Dst Rank` and a recv's `Src Rank` are the peer's rank within the process
+        # group, as torch.distributed passes it to ProcessGroupNCCL::send / recv (isend and
+        # batch_isend_irecv turn the global rank into the group's, get_group_rank) and its
+        # RECORD_PARAM_COMMS records it; the group's `Process Group Ranks` are global. Taken as
+        # global, stage 1 of a pipeline group [0, 64] had "peer 1" (rank 1, of stage 0's TP
+        # group) where its peer is rank 0. A peer past the listed ranks (no list, or a list cut
+        # short) is read as it is written.
+        peer = pg_ranks[peer]
     pg_name = _text(args.pg_name)
     pg_desc = _text(args.pg_desc)
     if pg_ranks or pg_name:

@@ -9,7 +9,9 @@ What is read (the documented trace format: `traceEvents` of complete events, `ph
   it runs in (`Process Group Description` / `Process Group Name` / `Process Group Ranks`
   arguments, as PyTorch records them: Megatron-Core's group names such as
   TENSOR_MODEL_PARALLEL_GROUP, or the rank map later); a `Collective name` of `send` / `recv`
-  with a `Src Rank` / `Dst Rank` marks a pipeline transfer and its peer. DeepEP's dispatch and
+  with a `Src Rank` / `Dst Rank` marks a pipeline transfer and its peer (the peer's rank within
+  the process group, as PyTorch records it: the global rank at that index of `Process Group
+  Ranks`, kernels.py). DeepEP's dispatch and
   combine kernels (`deep_ep::...`, no NCCL kernels) are EP exchanges (kernels.py). Every other
   kernel is compute.
 - iterations: the CPU-side `ProfilerStep#N` annotations; a kernel belongs to the step during which

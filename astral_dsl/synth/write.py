@@ -249,10 +249,12 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
                          "Process Group Name": name, "Process Group Description": PG_DESC[kind],
                          "Process Group Ranks": listed[name],
                          "Group size": len(ranks), "dtype": "BFloat16"})
+            # the peer's rank within the pipeline group, as PyTorch records it (observe/kernels.py
+            # reads it back through `Process Group Ranks`)
             if op == "send":
-                args["Dst Rank"] = int(peer)
+                args["Dst Rank"] = ranks.index(int(peer))
             elif op == "recv":
-                args["Src Rank"] = int(peer)
+                args["Src Rank"] = ranks.index(int(peer))
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid,
                        "tid": tid, "ts": launch_ts, "dur": 4.0,
                        "args": {"correlation": corr}})
