@@ -47,3 +47,55 @@ def test_the_derived_layout_of_more_stages_than_layers_and_two_is_none():
     assert derived_layout(48, 51) is None
     assert derived_layout(48, 17, 3) is None
     assert derived_layout(61, 8, 4) == (1,) + (2,) * 30 + (0,)
+
+
+def test_a_drills_log_is_written_in_memory_of_its_columns_not_of_its_rows():
+    # astral synth bounds a drill's records (cli/synth.py MAX_RECORDS, ~2 GB of columns); its
+    # log was then formatted whole, some 650 bytes a row more: the reference design's own job
+    # (16,384 ranks, one iteration, 17M rows) needed over 5.7 GB and ended in E000. Here 3M
+    # rows, about 130 MB of columns, are written within a limit they once took over 2 GB past
+    proc = _bounded("""
+        import numpy as np
+        from astral_dsl.synth.generator import PH, Synthetic
+        from astral_dsl.synth.write import write_log
+
+        n, world = 3_000_000, 1_000
+        rank = np.repeat(np.arange(world), n // world)
+        data = Synthetic(
+            job="j", world=world, iterations=(100,), rank=rank, iteration=np.full(n, 100),
+            phase=np.full(n, PH["pp_comm"], dtype=np.int8), start=np.linspace(0.0, 9.0, n),
+            duration=np.full(n, 1e-3), peer=(rank + 1) % world, op=np.ones(n, dtype=np.int8),
+            faults=(), clock_offsets=np.zeros(world), groups={})
+        for fmt in ("csv", "jsonl"):
+            print(write_log(data, "/dev/null", fmt))
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["3000000", "3000000"]
+
+
+def test_a_drills_log_is_the_same_text_written_a_slice_at_a_time(tmp_path, monkeypatch):
+    import numpy as np
+
+    from astral_dsl.synth import write
+    from astral_dsl.synth.generator import PH, Synthetic
+
+    n = 10
+    data = Synthetic(
+        job="j", world=2, iterations=(100,), rank=np.arange(n) % 2, iteration=np.full(n, 100),
+        phase=np.array([PH["pp_comm"], PH["optimizer"]] * 5, dtype=np.int8),
+        start=np.arange(n) * 0.25, duration=np.full(n, 1e-3), peer=np.array([1, -1] * 5),
+        op=np.array([1, 0] * 5, dtype=np.int8), faults=(), clock_offsets=np.zeros(2), groups={})
+    texts = {}
+    for rows in (3, n, 100):
+        monkeypatch.setattr(write, "WRITE_ROWS", rows)
+        for fmt in ("csv", "jsonl"):
+            path = tmp_path / f"{rows}.{fmt}"
+            assert write.write_log(data, str(path), fmt) == n
+            texts.setdefault(fmt, set()).add(path.read_text(encoding="utf-8"))
+    (csv,), (jsonl,) = texts["csv"], texts["jsonl"]
+    assert csv.splitlines()[:3] == ["rank,iteration,phase,start_s,duration_s,peer,op",
+                                    "0,100,pp_comm,0.0000000,0.0010000,1,send",
+                                    "0,100,pp_comm,0.5000000,0.0010000,1,send"]
+    assert jsonl.splitlines()[5] == ('{"rank":1,"iteration":100,"phase":"optimizer",'
+                                     '"start_s":0.2500000,"duration_s":0.0010000}')
+    assert csv.endswith("\n") and len(csv.splitlines()) == n + 1
