@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usage
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usage, written_over
 
 NAME = "calibrate"
 HELP = "refit Seer's constants on runs tables and report the leave-one-group-out error"
@@ -60,6 +60,10 @@ def run(args, overrides) -> int:
 
     if args.max_iterations < 1:
         return usage("--max-iterations must be at least 1")
+    clobbers = written_over("-o", args.output, [*args.tables, args.gpu_file, args.calibration,
+                                                args.docs])
+    if clobbers is not None:
+        return clobbers
     names = [Path(t).stem for t in args.tables]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
