@@ -643,3 +643,25 @@ def test_the_language_servers_buffers_are_not_cached(cache, tmp_path, monkeypatc
         assert result.design is not None
     assert list(cache.glob("astu-*.json")) == []
     assert not any("stdlib" in name for name in parsed), parsed
+
+
+def test_a_drills_traces_are_not_written_through_a_link_in_their_folder(tmp_path, capsys):
+    # `astral synth x -o /tmp/drill` into a folder another user made, with rank-0.json.gz a
+    # link to the user's own file: the drill's trace overwrote that file
+    from test_cli import call
+
+    precious = tmp_path / "precious.txt"
+    precious.write_text("kept\n", encoding="utf-8")
+    folder = tmp_path / "drill"
+    folder.mkdir()
+    (folder / "rank-0.json.gz").symlink_to(precious)
+    code, out, err = call(["synth", str(REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"),
+                           "-o", str(folder)], capsys)
+    assert code == 2
+    assert f"`{folder / 'rank-0.json.gz'}` is a symbolic link: no trace is written through " \
+           f"one" in err
+    assert precious.read_text(encoding="utf-8") == "kept\n"
+    code, out, err = call(["synth", str(REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"),
+                           "-o", str(tmp_path / "fresh")], capsys)
+    assert code == 0, err
+    assert (tmp_path / "fresh" / "rank-0.json.gz").is_file()
