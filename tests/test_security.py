@@ -658,10 +658,25 @@ def test_a_drills_traces_are_not_written_through_a_link_in_their_folder(tmp_path
     code, out, err = call(["synth", str(REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"),
                            "-o", str(folder)], capsys)
     assert code == 2
-    assert f"`{folder / 'rank-0.json.gz'}` is a symbolic link: no trace is written through " \
+    assert f"`{folder / 'rank-0.json.gz'}` is a symbolic link: nothing is written through " \
            f"one" in err
     assert precious.read_text(encoding="utf-8") == "kept\n"
     code, out, err = call(["synth", str(REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"),
                            "-o", str(tmp_path / "fresh")], capsys)
     assert code == 0, err
     assert (tmp_path / "fresh" / "rank-0.json.gz").is_file()
+
+
+def test_a_netbox_export_is_not_written_through_a_link_in_its_folder(tmp_path, capsys):
+    from test_cli import call
+
+    precious = tmp_path / "precious.txt"
+    precious.write_text("kept\n", encoding="utf-8")
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    (folder / "devices.csv").symlink_to(precious)
+    code, out, err = call(["export", str(REPO / "examples" / "single_pod.astral"), "--netbox",
+                           str(folder)], capsys)
+    assert code == 2
+    assert f"`{folder / 'devices.csv'}` is a symbolic link: nothing is written through one" in err
+    assert precious.read_text(encoding="utf-8") == "kept\n"

@@ -6,7 +6,6 @@ events linked to their GPU kernels by `correlation`, NCCL kernels with their col
 process-group arguments."""
 from __future__ import annotations
 
-import errno
 import gzip
 import json
 import os
@@ -15,6 +14,7 @@ from typing import Dict, List
 import attrs
 import numpy as np
 
+from astral_dsl.regularfile import created
 from astral_dsl.synth.generator import OPS, PHASE_NAMES, Synthetic
 
 KERNELS = {   # representative kernel names (H100, cuBLAS / NCCL 2.2x)
@@ -212,28 +212,13 @@ def write_traces(s: Synthetic, directory: str, compress: bool = True) -> List[st
         doc = _trace(s, r, sel, member[r])
         name = os.path.join(directory, f"rank-{r}.json" + (".gz" if compress else ""))
         data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
-        with open(_created(name), "wb") as raw:
+        with open(created(name), "wb") as raw:
             # mtime 0: the gzip header holds no time of writing (same input, same bytes)
             with (gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0,
                                 filename="") if compress else raw) as fh:
                 fh.write(data)
         paths.append(name)
     return paths
-
-
-def _created(name: str) -> int:
-    """A descriptor of the trace file `name`, created or emptied, never through a symbolic
-    link: the folder may be one whose files someone else put there (`-o /tmp/drill`, made
-    beforehand by another user with `rank-0.json.gz` a link to the user's ~/.bashrc, which the
-    drill overwrote). OSError for a link."""
-    try:
-        return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
-                       0o666)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(exc.errno, f"`{name}` is a symbolic link: no trace is written through "
-                                     f"one", name) from None
-        raise
 
 
 def _membership(s: Synthetic):
