@@ -113,11 +113,19 @@ def run(args, overrides) -> int:
         return _fail(args, list(design.diagnostics) + [_unreplayed(design, fc, exc)],
                      design.file, EXIT_ERRORS)
     out = args.output
+    from astral_dsl.observe.ranklog import MAX_ROWS
+
     try:
         if out.endswith((".csv", ".jsonl")):
-            write.write_log(data, out, "csv" if out.endswith(".csv") else "jsonl", args.timers)
+            write.write_log(data, out, "csv" if out.endswith(".csv") else "jsonl", args.timers,
+                            max_lines=MAX_ROWS)
         else:
             write.write_traces(data, out)
+    except write.TooLong as exc:       # E781 in astral diagnose: the drill could not be read
+        return usage(f"the drill's rank log would hold {exc.lines:,} lines, more than the "
+                     f"{MAX_ROWS:,} `astral diagnose` reads from one log (E781): write "
+                     f"profiler traces, a file per rank (-o a folder), or "
+                     + ("fewer --iterations" if args.iterations > 1 else "a smaller job"))
     except OSError as exc:
         return usage(f"cannot write `{out}`: {exc.strerror or exc}")
     answer = {"job": data.job, "ranks": data.world, "iterations": list(data.iterations),

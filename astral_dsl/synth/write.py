@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import attrs
 import numpy as np
@@ -152,12 +152,24 @@ def _folded(s: Synthetic) -> Synthetic:
 WRITE_ROWS = 1 << 16
 
 
-def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels") -> int:
-    """One file for every rank; returns the rows written."""
+class TooLong(ValueError):
+    """A log of more lines than the caller's `max_lines`: nothing written."""
+
+    def __init__(self, lines: int):
+        super().__init__(f"{lines:,} lines")
+        self.lines = lines
+
+
+def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels",
+              max_lines: Optional[int] = None) -> int:
+    """One file for every rank; returns the rows written. TooLong, before the file is opened,
+    for a log of more than `max_lines` lines (the header too)."""
     if fmt not in ("csv", "jsonl"):
         raise ValueError(f"unknown log format {fmt}")
     cols = _log_columns(s, timers)
     n = len(cols[0])
+    if max_lines is not None and n + (fmt == "csv") > max_lines:
+        raise TooLong(n + (fmt == "csv"))
     with open(path, "w", encoding="utf-8") as fh:
         if fmt == "csv":
             fh.write("rank,iteration,phase,start_s,duration_s,peer,op\n")
