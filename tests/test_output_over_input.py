@@ -1,7 +1,8 @@
 """A file a command writes is never one it reads (README, "Security": an output never replaces
-an input): `-o` of calibrate, diagnose and report and `forecast --ranks` naming the design, a
-runs table, the --gpu-file, an --observed file or a file of an --observed folder, by its path,
-a symbolic link or a hard link, is a usage error before anything is read or written."""
+an input): `-o` of calibrate, diagnose and report, `forecast --ranks` and `--trace` and `check
+--write-baseline` naming the design, a runs table, the --gpu-file, the --operator-table, an
+--observed file or a file of an --observed folder, by its path, a symbolic link or a hard link,
+is a usage error before anything is read or written."""
 from __future__ import annotations
 
 import os
@@ -32,10 +33,16 @@ def _refused(capsys, argv, kept: Path, named: str):
     assert kept.read_bytes() == before
 
 
-def test_report_and_forecast_ranks_do_not_write_over_the_design(design, capsys):
+def test_report_forecast_and_check_do_not_write_over_the_design(design, capsys, tmp_path):
     # `astral report d.astral -o d.astral` replaced the design with the page (exit 0)
     _refused(capsys, ["report", design, "-o", design], design, "a file")
     _refused(capsys, ["forecast", design, "--ranks", design], design, "a file")
+    _refused(capsys, ["forecast", design, "--trace", design], design, "a file")
+    _refused(capsys, ["check", design, "--write-baseline", design], design, "a file")
+    table = tmp_path / "ops.csv"
+    table.write_text("operator,shape,dtype,time_ms\n", encoding="utf-8")
+    _refused(capsys, ["forecast", design, "--operator-table", table, "--trace", table], table,
+             "a file")
 
 
 def test_nor_through_a_link_or_a_hard_link(design, capsys, tmp_path):
@@ -80,3 +87,12 @@ def test_an_output_beside_the_inputs_is_written(design, capsys, tmp_path):
     code, out, err = call(["diagnose", str(design), "--observed", str(tmp_path), "-o",
                            str(hidden)], capsys)
     assert "would destroy it" not in err
+
+
+
+def test_a_baseline_beside_the_design_is_written(design, tmp_path, capsys):
+    accepted = tmp_path / "accepted.json"
+    accepted.write_text("{}", encoding="utf-8")
+    code, out, err = call(["check", str(design), "--write-baseline", str(accepted)], capsys)
+    assert code == 0, err
+    assert accepted.read_text(encoding="utf-8").startswith('{"astral_baseline":1')

@@ -155,10 +155,12 @@ def usage(message: str, diagnostics=()) -> int:
     return EXIT_USAGE
 
 
-def written_over(flag: str, output: Optional[str], inputs) -> Optional[int]:
+def written_over(flag: str, output: Optional[str], inputs, folders: bool = False
+                 ) -> Optional[int]:
     """A usage error (exit 2) when writing `output` (`flag`'s file) would overwrite one of the
-    files the command reads, `inputs` (paths, None or "-" skipped; a folder stands for the files
-    in it, as --observed reads one): the same file by any path, link or hard link. `astral
+    files the command reads, `inputs` (paths, None or "-" skipped; with `folders`, a folder
+    stands for the files in it, as --observed reads one): the same file by any path, link or
+    hard link. `astral
     diagnose x.astral --observed run.csv -o run.csv` replaced the rank log with the diagnosis.
     None when it names none of them, or does not exist yet."""
     import stat
@@ -177,7 +179,7 @@ def written_over(flag: str, output: Optional[str], inputs) -> Optional[int]:
             st = os.stat(path)
         except (OSError, ValueError):
             continue
-        if os.path.samestat(st, out) or (stat.S_ISDIR(st.st_mode) and os.path.samestat(
+        if os.path.samestat(st, out) or (folders and stat.S_ISDIR(st.st_mode) and os.path.samestat(
                 st, folder) and not os.path.basename(output).startswith(".")):
             what = f"a file of `{path}`" if stat.S_ISDIR(st.st_mode) else \
                 "a file" if path == output else f"`{path}` (the same file)"

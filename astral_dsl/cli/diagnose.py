@@ -61,7 +61,8 @@ def run(args, overrides) -> int:
         return EXIT_OK
     if not args.file or not args.observed:
         return usage("diagnose needs FILE and --observed PATH... (or --schema)")
-    clobbers = written_over("-o", args.output, [args.file, *args.observed, args.calibration])
+    clobbers = written_over("-o", args.output, [args.file, *args.observed, args.calibration],
+                            folders=True)
     if clobbers is not None:
         return clobbers
     if args.jobs is not None and args.jobs < 1:

@@ -66,9 +66,10 @@ def run(args, overrides) -> int:
     done = schema_first(args, NAME, "FILE" if args.file is None else None)
     if done is not None:
         return done
-    clobbers = written_over("--ranks", args.ranks, [args.file, args.calibration])
-    if clobbers is not None:
-        return clobbers
+    for flag, output in (("--ranks", args.ranks), ("--trace", args.trace)):
+        clobbers = written_over(flag, output, [args.file, args.calibration, args.operator_table])
+        if clobbers is not None:
+            return clobbers
     try:
         window = _window(args.window)
     except ValueError:
