@@ -5,7 +5,9 @@ A path checked beforehand can be swapped for a FIFO, a device or a socket before
 opened without blocking and its kind checked on the opened descriptor. The compiler's module
 loader (semantics/modules.py) and the trace reader (observe/load.py) open their inputs so, and
 `read_regular` reads the files the commands are given (a JSON option, a runs or operator table):
-a FIFO there blocked the command, `/dev/zero` (or a link to it) filled the memory (E000)."""
+a FIFO there blocked the command, `/dev/zero` (or a link to it) filled the memory (E000).
+The files a command names itself inside an output folder are `created` without following a
+link."""
 from __future__ import annotations
 
 import errno
@@ -50,3 +52,19 @@ def read_regular(path, limit: int) -> bytes:
             chunks.append(chunk)
     finally:
         os.close(fd)
+
+
+def created(name) -> int:
+    """A descriptor of the file `name` for writing, created or emptied, never through a
+    symbolic link: a file a command names itself inside an output folder (`astral synth -o
+    DIR`'s traces, `astral export --netbox DIR`'s files), a folder someone else may have made
+    beforehand (`/tmp/drill`, with `rank-0.json.gz` a link to the user's ~/.bashrc, which the
+    drill overwrote). OSError for a link, naming it."""
+    try:
+        return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+                       | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, f"`{name}` is a symbolic link: nothing is written through "
+                                     f"one", str(name)) from None
+        raise

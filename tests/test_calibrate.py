@@ -423,3 +423,16 @@ def test_the_accuracy_table_gives_each_table_alone_after_all():
     assert markdown_accuracy(doc).splitlines()[-1] == (
         "| all | table `modern` |  | 3 | 7.0 % | 10.0 % | +3.0 % |")
     assert family_rows({**doc, "rows": rows[2:]})[1:] == []     # one table: no repeat of all
+
+
+def test_a_fit_that_forecasts_cannot_take_is_not_written(tmp_path, capsys):
+    # a step published as 10^9 s (within a cell's bounds) made an error band 661 million times
+    # the forecast: calibrate wrote the fit, and every --calibration then refused it
+    table = _write(tmp_path, [_row("k22b_full", step_time_s="1000000000"), _row("k22b_sel")])
+    fit = tmp_path / "fit.json"
+    code, out, err = call(["calibrate", str(table), "-o", str(fit)], capsys)
+    assert code == 2
+    assert "the fit is not one --calibration takes (bands[\"*\"]: low = " in err
+    assert "the rows forecast furthest off, left out, are k22b_sel (" in err
+    assert "k22b_full (-100 %): check their published figures; nothing written" in err
+    assert not fit.exists()

@@ -735,3 +735,28 @@ def test_a_declaration_without_its_name_says_so():
     d = astral_dsl.loads("rack { }\n", name="t.astral")
     (e,) = [x for x in d.diagnostics if x.is_error]
     assert (e.code, e.hint) == ("E210", "a declaration names its template: `rack Name { ... }`")
+
+
+@pytest.mark.parametrize("text, digit, value", [
+    ("1\u06600 kW", "\u0660", 0),            # ARABIC-INDIC DIGIT ZERO: reads as 1.0 kW, was 100 kW
+    ("\u0663", "\u0663", 3),
+    ("\uff18", "\uff18", 8),                 # FULLWIDTH DIGIT EIGHT
+    ("3e\u0663", "\u0663", 3),
+    ("4\U0001d7d3", "\U0001d7d3", 5),       # MATHEMATICAL BOLD DIGIT FIVE
+])
+def test_a_digit_other_than_0_to_9_is_e106_with_what_it_would_read_as(text, digit, value):
+    """The grammar's `\\d` and float() take any script's decimal digits: `1٠0 kW` was 100 kW
+    where a reader sees 1.0 kW."""
+    d = syntax_error(f"let a = {text}\n")
+    assert (d.code, start(d)) == ("E106", (1, 9))
+    assert d.message.startswith(f"number `{text}` has `{digit}` (U+{ord(digit):04X} ")
+    assert d.message.endswith("), a digit other than 0-9")
+    assert d.hint == f"write the number with the digits 0-9 (`{digit}` would be read as {value})"
+
+
+def test_a_units_exponent_other_than_0_to_9_is_not_read():
+    from astral_dsl.units.table import UnitSpecError, parse_unit
+
+    with pytest.raises(UnitSpecError, match="malformed unit"):
+        parse_unit("m^\u0662")
+    assert parse_unit("m^2").dims == parse_unit("m*m").dims

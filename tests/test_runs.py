@@ -794,3 +794,16 @@ def test_nemo_25_07_mxfp8_rows_gather_their_weights_after_the_step():
     assert fc.breakdown["dp_comm"] >= gather
     overlapped = run(p.spec.with_(overlap_param_gather=True), p.gpu, p.net)
     assert fc.iteration_time > overlapped.iteration_time
+
+
+def test_a_row_whose_gpus_need_a_design_too_large_blames_its_gpus(tmp_path, capsys):
+    # two blocks of 992 million GPUs for a run of 10^9: E405 was blamed on the `model` column
+    huge = tmp_path / "huge.astral"
+    huge.write_text(LAB.replace("8 x DGX_H100_Rack", "31_000_000 x DGX_H100_Rack"),
+                    encoding="utf-8")
+    path = _write(tmp_path, [_row("r020", id="big", system="Lab_SU", gpus="1000000000",
+                                  gbs="1000000000")])
+    code, out, _ = call(["runs", str(path), "--gpu-file", str(huge), "--format", "json"], capsys)
+    (row,) = json.loads(out)["rows"]
+    assert (row["status"], row["field"]) == ("not_expressible", "gpus"), row
+    assert row["reason"].startswith("E405: site `Cluster` holds 1,984,000,000 GPUs"), row

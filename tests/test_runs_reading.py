@@ -386,3 +386,18 @@ def test_padded_token_drop_removes_the_forward_token_count_pause():
     assert abs((plain_t - padded_t) - expected) < 1e-6 * plain_t, (plain_t - padded_t, expected)
     overlapped = run(plain, p.gpu, p.net).iteration_time - run(p.spec, p.gpu, p.net).iteration_time
     assert overlapped > expected + 1e-6 * plain_t
+
+
+def test_a_number_is_written_with_the_digits_0_to_9():
+    # float() reads any script's digits and `_`: `1.٤2` s was a step of 1.42 s, `８` GPUs 8
+    why = "is not a number: write it with the digits 0-9 (a point, an exponent, thousands " \
+          "separated by commas)"
+    rows = [_row("k22b_full", id="arabic", step_time_s="1.\u06642"),
+            _row("k22b_full", id="wide", gpus="\uff18"),
+            _row("k22b_full", id="under", gbs="1_0"),
+            _row("r117", id="grouped", tokens_per_s_per_gpu="\u0663\u0661,508")]
+    assert _problems(rows) == {
+        "arabic": (("step_time_s", f"`1.\u06642` {why}"),),
+        "wide": (("gpus", f"`\uff18` {why}"),),
+        "under": (("gbs", f"`1_0` {why}"),),
+        "grouped": (("tokens_per_s_per_gpu", f"`\u0663\u0661,508` {why}"),)}

@@ -643,3 +643,34 @@ def test_the_language_servers_buffers_are_not_cached(cache, tmp_path, monkeypatc
         assert result.design is not None
     assert list(cache.glob("astu-*.json")) == []
     assert not any("stdlib" in name for name in parsed), parsed
+
+
+
+def _planted(tmp_path, name: str):
+    """A file of the user's, and a folder someone made beforehand with `name` a link to it."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("kept\n", encoding="utf-8")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / name).symlink_to(precious)
+    return precious, folder
+
+
+@pytest.mark.parametrize("command, name", [
+    # `astral synth x -o /tmp/drill` into a folder another user made, with rank-0.json.gz a
+    # link to the user's own file: the drill's trace overwrote that file; and NetBox's files
+    (["synth", str(REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"), "-o"],
+     "rank-0.json.gz"),
+    (["export", str(REPO / "examples" / "single_pod.astral"), "--netbox"], "devices.csv"),
+])
+def test_no_file_is_written_through_a_link_in_an_output_folder(tmp_path, capsys, command, name):
+    from test_cli import call
+
+    precious, folder = _planted(tmp_path, name)
+    code, out, err = call(command + [str(folder)], capsys)
+    assert code == 2
+    assert f"`{folder / name}` is a symbolic link: nothing is written through one" in err
+    assert precious.read_text(encoding="utf-8") == "kept\n"
+    code, out, err = call(command + [str(tmp_path / "fresh")], capsys)
+    assert code == 0, err
+    assert (tmp_path / "fresh" / name).is_file()

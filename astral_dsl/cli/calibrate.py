@@ -4,8 +4,9 @@ team's own measured runs included) and report how well they forecast runs left o
 from __future__ import annotations
 
 import sys
+from typing import Optional
 
-from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usage
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usage, written_over
 
 NAME = "calibrate"
 HELP = "refit Seer's constants on runs tables and report the leave-one-group-out error"
@@ -60,6 +61,10 @@ def run(args, overrides) -> int:
 
     if args.max_iterations < 1:
         return usage("--max-iterations must be at least 1")
+    clobbers = written_over("-o", args.output, [*args.tables, args.gpu_file, args.calibration,
+                                                args.docs])
+    if clobbers is not None:
+        return clobbers
     names = [Path(t).stem for t in args.tables]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -101,6 +106,9 @@ def run(args, overrides) -> int:
 
             print_diagnostics(said, colour(args), sys.stdout)
         return usage(f"{exc} ({', '.join(args.tables)})", said)
+    unusable = _unusable(doc)
+    if unusable is not None:
+        return usage(unusable, _said(diags, tables))
     rejected = [d for _, table in tables for d in table.rejected]     # E777, at their cells
     diags = _said(diags, tables) + _warnings(doc, tables)
     owner = {id(run): name for name, table in tables for run in table.runs}
@@ -148,6 +156,26 @@ def _docs_text(path) -> str:
     from astral_dsl.regularfile import read_regular
 
     return read_regular(path, MAX_BYTES).decode("utf-8")
+
+
+
+def _unusable(doc) -> Optional[str]:
+    """Why the fit is not one `--calibration` takes (seer/calibration from_document), naming
+    the rows forecast furthest off, whose figures made it so; None when it is one. A step
+    published as 10^9 s (within a cell's bounds) gave an error band up to 47 million times the
+    forecast: the fit was written, and every command then refused it."""
+    from astral_dsl.seer.calibration import from_document
+
+    try:
+        from_document(doc, "the fit")
+    except ValueError as exc:
+        worst = sorted((r for r in doc.get("rows", []) if r.get("left_out_pct") is not None),
+                       key=lambda r: -abs(r["left_out_pct"]))[:3]
+        rows = ", ".join(f"{r['id']} ({r['left_out_pct']:+,.0f} %)" for r in worst)
+        why = str(exc).removeprefix("the fit: not a calibration fit ")
+        return (f"the fit is not one --calibration takes {why}: the rows forecast furthest "
+                f"off, left out, are {rows}: check their published figures; nothing written")
+    return None
 
 
 def _said(diags, tables) -> list:

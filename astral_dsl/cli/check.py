@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import EXIT_OK, add_common, add_schema, checked, colour, exit_code, \
-    print_diagnostics, schema_first, usage
+    print_diagnostics, schema_first, usage, written_over
 
 NAME = "check"
 HELP = "compile designs and report diagnostics and a summary"
@@ -47,6 +47,9 @@ def run(args, overrides) -> int:
     done = schema_first(args, NAME, None if args.files else "FILE...")
     if done is not None:
         return done
+    clobbers = written_over("--write-baseline", args.write_baseline, args.files)
+    if clobbers is not None:
+        return clobbers
     if args.baseline and args.write_baseline:
         return usage("--baseline and --write-baseline: give one (writing a baseline accepts "
                      "every warning reported)")

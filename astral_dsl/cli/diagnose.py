@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import (EXIT_OK, add_calibration, add_common, colour, open_path,
-                                   print_diagnostics, unreadable, usage)
+                                   print_diagnostics, unreadable, usage, written_over)
 
 NAME = "diagnose"
 HELP = "diagnose a running job: observed timelines against the forecast, down to the suspect part"
@@ -61,6 +61,10 @@ def run(args, overrides) -> int:
         return EXIT_OK
     if not args.file or not args.observed:
         return usage("diagnose needs FILE and --observed PATH... (or --schema)")
+    clobbers = written_over("-o", args.output, [args.file, *args.observed, args.calibration],
+                            folders=True)
+    if clobbers is not None:
+        return clobbers
     if args.jobs is not None and args.jobs < 1:
         return usage(f"--jobs {args.jobs}: at least one process reads the files")
     from astral_dsl.pools import too_many

@@ -5,7 +5,7 @@ import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
                                    colour, open_path, plot_failure, plotted, print_diagnostics,
-                                   schema_first, unreadable, usage)
+                                   schema_first, unreadable, usage, written_over)
 
 NAME = "forecast"
 HELP = "forecast one training iteration of a job, operator by operator"
@@ -66,6 +66,10 @@ def run(args, overrides) -> int:
     done = schema_first(args, NAME, "FILE" if args.file is None else None)
     if done is not None:
         return done
+    for flag, output in (("--ranks", args.ranks), ("--trace", args.trace)):
+        clobbers = written_over(flag, output, [args.file, args.calibration, args.operator_table])
+        if clobbers is not None:
+            return clobbers
     try:
         window = _window(args.window)
     except ValueError:

@@ -11,7 +11,7 @@ import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_calibration,
                                    add_common, colour, open_path, print_diagnostics, unreadable,
-                                   usage)
+                                   usage, written_over)
 
 NAME = "report"
 HELP = "the design review as one self-contained HTML page"
@@ -46,6 +46,9 @@ def run(args, overrides) -> int:
     from astral_dsl.cli.runs import read_calibration
 
     use_colour = colour(args, sys.stderr)
+    clobbers = written_over("-o", args.output, [args.file, args.calibration, args.diagnosis])
+    if clobbers is not None:
+        return clobbers
     calibration, failed = read_calibration(args)
     if failed is not None:
         return failed

@@ -56,9 +56,10 @@ def _counts(text: str):
                          .replace("a sweep takes", "--gpus takes")) from None
     out = []
     for v in values:
-        if not v.isdigit() and _past_a_design(v):  # was "not a whole number of GPUs"
+        whole = v.isascii() and v.isdigit()     # isdigit() and int() take `٨` (8) too
+        if not whole and _past_a_design(v):  # was "not a whole number of GPUs"
             raise ValueError(f"--gpus {text}: more GPUs than a design holds (10^9)")
-        if not v.isdigit() or int(v) < 1:
+        if not whole or int(v) < 1:
             raise ValueError(f"--gpus {text}: `{v}` is not a whole number of GPUs of at "
                              f"least 1")
         out.append(int(v))
@@ -69,7 +70,7 @@ def _past_a_design(v: str) -> bool:
     """A --gpus value the grid's reader wrote in exponent form, past the 10^9 GPUs a design
     holds (E405): `99999999999999999999999` is read as 9.9999999999999999999999e22."""
     try:
-        return 1e9 < float(v) < float("inf")
+        return v.isascii() and 1e9 < float(v) < float("inf")
     except ValueError:
         return False
 

@@ -113,18 +113,16 @@ def run(args, overrides) -> int:
         return _fail(args, list(design.diagnostics) + [_unreplayed(design, fc, exc)],
                      design.file, EXIT_ERRORS)
     out = args.output
-    log = out.endswith((".csv", ".jsonl"))
-    cols = write.log_rows(data, args.timers) if log else None
-    if cols is not None:
-        failed = _unreadable_log(len(cols[0]), out.endswith(".csv"), args.iterations)
-        if failed is not None:
-            return failed
+    from astral_dsl.observe.ranklog import MAX_ROWS
+
     try:
-        if log:
+        if out.endswith((".csv", ".jsonl")):
             write.write_log(data, out, "csv" if out.endswith(".csv") else "jsonl", args.timers,
-                            cols)
+                            max_lines=MAX_ROWS)
         else:
             write.write_traces(data, out)
+    except write.TooLong as exc:       # E781 in astral diagnose: the drill could not be read
+        return _unreadable_log(exc.lines, out.endswith(".csv"), args.iterations)
     except OSError as exc:
         return usage(f"cannot write `{out}`: {exc.strerror or exc}")
     answer = {"job": data.job, "ranks": data.world, "iterations": list(data.iterations),
@@ -148,16 +146,15 @@ def run(args, overrides) -> int:
     return EXIT_OK
 
 
-def _unreadable_log(rows: int, header: bool, iterations: int):
-    """The usage error of a rank log of more lines than `astral diagnose` reads in one file
-    (observe.ranklog.MAX_ROWS, E781 there), before it is written; else None."""
+def _unreadable_log(lines: int, header: bool, iterations: int) -> int:
+    """The usage error of a rank log of `lines` lines (its header among them), more than
+    `astral diagnose` reads in one file (observe.ranklog.MAX_ROWS, E781 there): nothing was
+    written (write.TooLong)."""
     from astral_dsl.observe import ranklog
 
-    room = ranklog.MAX_ROWS - header           # a CSV's header is a line of the count
-    if rows <= room:
-        return None
+    room, rows = ranklog.MAX_ROWS - header, lines - header   # a CSV's header is a line too
     fit = room // max(1, -(-rows // iterations))
-    fewer = f"--iterations {fit} or fewer" if fit else "not even one iteration fits"
+    fewer = f"--iterations {fit} or fewer" if fit else "a smaller job"
     return usage(f"the rank log would hold {rows:,} rows, more than the {room:,} that `astral "
                  f"diagnose` reads in one file (E781): {fewer}; or a directory of profiler "
                  f"traces, one file per rank (-o DIRECTORY)")

@@ -21,7 +21,8 @@ from astral_dsl import records
 
 MAX_POINTS = 100_000
 
-_NUMBER = re.compile(r"\s*(?P<num>[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*(?P<unit>.*?)\s*$")
+_NUMBER = re.compile(r"\s*(?P<num>[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?)\s*"
+                     r"(?P<unit>.*?)\s*$")       # 0-9: `\d` takes any script's digits
 
 
 _FLOAT_MAX = Fraction(sys.float_info.max)

@@ -29,6 +29,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
 from astral_dsl.outputs.netbox_csv import write_csv
+from astral_dsl.regularfile import created
 from astral_dsl.units import Quantity
 
 STATUS = "planned"
@@ -99,7 +100,7 @@ def write(design, directory: str, devices=None) -> Written:
         rel = os.path.join("device-types", slug(t.manufacturer), f"{t.slug}.yaml")
         path = os.path.join(directory, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        with open(created(path), "w", encoding="utf-8", newline="\n") as fh:
             fh.write(_yaml(t))
         files.append((rel.replace(os.sep, "/"), len(t.interfaces)))
     serial = {p: getattr(devices.by_path.get(p), "serial", None) for p in names} \

@@ -8,6 +8,8 @@ import itertools
 import os
 from typing import Iterable, List, Optional, Sequence
 
+from astral_dsl.regularfile import created
+
 
 def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], optional, notes) -> int:
     """Write rows as CSV, streamed; a column in `optional` that some row leaves empty is left
@@ -20,7 +22,7 @@ def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], option
         keep = list(range(len(header)))
     dropped = [h for i, h in enumerate(header) if i not in keep]
     count = 0
-    with open(path, "w", encoding="utf-8", newline="") as fh:
+    with open(created(path), "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow([header[i] for i in keep])
         it = iter(rows if len(keep) == len(header) else ([r[i] for i in keep] for r in rows))

@@ -62,9 +62,10 @@ def prepare_row(row, systems=None) -> Prepared:
         return Prepared(row, status, e.reason, e.field)
     design = Workspace.of_text(e.source, f"<runs row {row.id}>", e.root or None).design
     errors = [d for d in design.diagnostics if d.is_error]
-    if errors:
+    if errors:       # a design too large (E405): the blocks the row's GPUs need, its `gpus`
         return Prepared(row, "not_expressible", f"{errors[0].code}: {errors[0].message}",
-                        column_of(e, errors[0], "model"), expressed=e)
+                        "gpus" if errors[0].code == "E405" else column_of(e, errors[0], "model"),
+                        expressed=e)
     job = seer.find_job(design, e.job)
     diags, spec, cluster = seer.validate_job(design, job)
     hard = [d for d in diags if d.is_error and d.code != "E757"]

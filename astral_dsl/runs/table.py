@@ -127,6 +127,9 @@ def _cell(name: str, raw: str) -> Tuple[Optional[float], Optional[str]]:
         # a dimension not used; a rate not available is absent (it was read as -1, a
         # published step of -1 s: found by the runs fuzz target)
         return (None if name in RATES else float(NOT_USED)), None
+    if not text.isascii() or "_" in text:     # float() reads `1.٤2` as 1.42 and `1_0` as 10
+        return None, (f"`{raw.strip()[:40]}` is not a number: write it with the digits 0-9 "
+                      f"(a point, an exponent, thousands separated by commas)")
     try:
         value = float(text)
     except ValueError:

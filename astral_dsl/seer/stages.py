@@ -24,6 +24,8 @@ def derived_layout(layers: int, pp: int, v: int = 1, framework: str = "megatron"
     if framework == "automodel":
         return automodel_layout(layers, n)
     base, extra = divmod(layers + 2, n)
+    if base == 0:                   # more virtual stages than layers + 2: the last one is empty
+        return None                 # of layers and owes the loss (not built: pp x v may be 10^10)
     per = [base + (1 if i < extra else 0) for i in range(n)]
     per[0] -= 1
     per[-1] -= 1

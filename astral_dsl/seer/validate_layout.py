@@ -134,6 +134,16 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
     elif par.pp > m.layers:
         out.append(_err("E751", f"{name}: pp = {par.pp} stages for the {m.layers} layers of "
                                 f"`{m.name}`", where("pp"), "at most one stage per layer"))
+    elif par.v and par.pp * par.v > m.layers + 2:
+        # the frameworks' layout gives the first and the last model chunk the embedding and
+        # the loss in a layer's place (stages.derived_layout), no other chunk may be empty:
+        # pp 4 x 21 virtual stages of 80 layers were forecast as chunks [80 x 1, 4 x 0]
+        out.append(_err("E751", f"{name}: pp x virtual_stages = {par.pp} x {par.v} = "
+                                f"{_n(par.pp * par.v)} model chunks for the {m.layers} layers "
+                                f"of `{m.name}`", where("virtual_stages"),
+                        f"a model chunk holds a layer (the first and the last may hold the "
+                        f"embedding or the loss alone): virtual_stages of at most "
+                        f"{(m.layers + 2) // par.pp}, or leave it to the rule"))
     if not out and par.v and par.v > 1 and par.stages and not par.layout and \
             chunk_split(stage_layers(spec), par.v) is None:
         per_stage = stage_layers(spec)

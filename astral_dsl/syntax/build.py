@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 
 from lark import Token, Transformer, v_args
 
@@ -37,10 +38,25 @@ class Misplaced(ValueError):
         self.text, self.fixed = text, re.sub(r"_(?!\d)", "", re.sub(r"_+", "_", text))
 
 
+class NotAscii(ValueError):
+    """A number literal with a digit other than 0-9: the grammar's `\\d` (and float()) take
+    any Unicode decimal digit, so `1٠0 kW`, with an ARABIC-INDIC DIGIT ZERO that looks like a
+    point, was 100 kW where a reader sees 1.0 kW (docs/language.md, 2.4: digits are 0-9)."""
+
+    def __init__(self, text: str):
+        digit = next(c for c in text if not c.isascii())
+        super().__init__(f"has `{digit}` (U+{ord(digit):04X} "
+                         f"{unicodedata.name(digit, 'a digit')}), a digit other than 0-9")
+        self.hint = (f"write the number with the digits 0-9 (`{digit}` would be read as "
+                     f"{unicodedata.digit(digit, '?')})")
+
+
 def _number(text: str) -> float:
     """The value of a number literal; ValueError (TOO_LARGE, TOO_SMALL, Misplaced: _invalid's
     E106) for one a float cannot hold: too large (`1e999`), or too small and not zero
     (`1e-999`, which would silently read as 0); or with a `_` out of place."""
+    if not text.isascii():
+        raise NotAscii(text)
     if re.search(r"_(?!\d)", text):
         raise Misplaced(text)
     digits = text.replace("_", "")
@@ -55,9 +71,11 @@ def _number(text: str) -> float:
 def _invalid(text: str, exc: Exception, span: Span) -> DiagnosticError:
     """E106 for a literal `_number` refused (or the grammar's number that float() cannot
     read): why, with a hint, when it is out of a float's range or has a `_` out of place."""
-    why = str(exc) if str(exc) in (TOO_SMALL, TOO_LARGE) or isinstance(exc, Misplaced) \
-        else None
+    why = str(exc) if str(exc) in (TOO_SMALL, TOO_LARGE) or isinstance(
+        exc, (Misplaced, NotAscii)) else None
     hint = {TOO_SMALL: SMALL_HINT, TOO_LARGE: LARGE_HINT}.get(why)
+    if isinstance(exc, NotAscii):
+        hint = exc.hint
     if isinstance(exc, Misplaced):
         fixed = text.replace(exc.text, exc.fixed, 1)
         hint = f"a `_` goes between two digits (`65_536`): write `{excerpt(fixed)}`"

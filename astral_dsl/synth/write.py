@@ -9,11 +9,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import attrs
 import numpy as np
 
+from astral_dsl.regularfile import created
 from astral_dsl.synth.generator import OPS, PHASE_NAMES, Synthetic
 
 KERNELS = {   # representative kernel names (H100, cuBLAS / NCCL 2.2x)
@@ -58,6 +59,12 @@ TIMERS = ("kernels", "megatron")
 
 def log_rows(s: Synthetic, timers: str = "kernels"):
     """Columns (rank, iteration, phase name, start_s, duration_s, peer, op name) as lists, in
+    rank and time order (_log_columns)."""
+    return _listed(_log_columns(s, timers))
+
+
+def _log_columns(s: Synthetic, timers: str = "kernels"):
+    """Columns (rank, iteration, phase name, start_s, duration_s, peer, op name) as lists, in
     rank and time order. As Megatron-LM's timers print them, compute is one row per rank and
     iteration for the forward blocks and one for the backward blocks (start: the first block,
     duration: the sum); pipeline transfers, gradient reductions and the optimizer step are one
@@ -70,7 +77,8 @@ def log_rows(s: Synthetic, timers: str = "kernels"):
       blocks: compute, the in-block TP collectives and the wait for the slowest TP peer.
     Either way each EP all-to-all (a MoE layer's dispatch or combine) is an `ep_comm` row of its
     own, from the rank's arrival (less the share `ep_overlap` hides) to the exchange's end: the
-    forward and backward rows leave them out."""
+    forward and backward rows leave them out. As arrays (the op's code, not its name): a
+    drill's millions of rows are formatted a slice at a time (write_log)."""
     if timers not in TIMERS:
         raise ValueError(f"unknown timers {timers}")
     s = _folded(s)
@@ -103,9 +111,14 @@ def log_rows(s: Synthetic, timers: str = "kernels"):
         peer = np.r_[peer, np.full(uniq.size, -1)]
         op = np.r_[op, np.full(uniq.size, op_code, dtype=op.dtype)]
     order = np.lexsort((start, rank))
-    return (rank[order].tolist(), it[order].tolist(), ph[order].tolist(),
-            start[order].tolist(), dur[order].tolist(), peer[order].tolist(),
-            [OPS[o] for o in op[order].tolist()])
+    return rank[order], it[order], ph[order], start[order], dur[order], peer[order], op[order]
+
+
+def _listed(cols):
+    """Columns of _log_columns (or a slice of them) as log_rows gives them: lists."""
+    rank, it, ph, start, dur, peer, op = cols
+    return (rank.tolist(), it.tolist(), ph.tolist(), start.tolist(), dur.tolist(),
+            peer.tolist(), [OPS[o] for o in op.tolist()])
 
 
 def _folded(s: Synthetic) -> Synthetic:
@@ -134,30 +147,53 @@ def _folded(s: Synthetic) -> Synthetic:
                         op=s.op[keep], block=None if s.block is None else s.block[keep])
 
 
+# rows formatted at a time: as Python objects and text a row costs about 650 bytes, so a drill
+# of MAX_RECORDS (cli/synth.py) written whole took some 10 GB beside its columns' 2 GB
+WRITE_ROWS = 1 << 16
+
+
+class TooLong(ValueError):
+    """A log of more lines than the caller's `max_lines`: nothing written."""
+
+    def __init__(self, lines: int):
+        super().__init__(f"{lines:,} lines")
+        self.lines = lines
+
+
 def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels",
-              cols=None) -> int:
-    """One file for every rank; returns the rows written. `cols`: log_rows(s, timers), when
-    the caller has them already."""
-    cols = log_rows(s, timers) if cols is None else cols
+              max_lines: Optional[int] = None) -> int:
+    """One file for every rank; returns the rows written. TooLong, before the file is opened,
+    for a log of more than `max_lines` lines (the header too)."""
+    if fmt not in ("csv", "jsonl"):
+        raise ValueError(f"unknown log format {fmt}")
+    cols = _log_columns(s, timers)
+    n = len(cols[0])
+    if max_lines is not None and n + (fmt == "csv") > max_lines:
+        raise TooLong(n + (fmt == "csv"))
+    with open(path, "w", encoding="utf-8") as fh:
+        if fmt == "csv":
+            fh.write("rank,iteration,phase,start_s,duration_s,peer,op\n")
+            if not n:
+                fh.write("\n")
+        for at in range(0, n, WRITE_ROWS):
+            fh.write(_formatted(_listed([c[at:at + WRITE_ROWS] for c in cols]), fmt))
+    return n
+
+
+def _formatted(cols, fmt: str) -> str:
+    """Rows of the log as text, each with its line end."""
     rank, it, ph, st, du, pe, op = cols
     rank_s, it_s = list(map(str, rank)), list(map(str, it))
     st_s, du_s = [f"{v:.7f}" for v in st], [f"{v:.7f}" for v in du]
-    with open(path, "w", encoding="utf-8") as fh:
-        if fmt == "csv":             # column by column: formatting is most of the time
-            pe_s = ["" if v < 0 else str(v) for v in pe]
-            fh.write("rank,iteration,phase,start_s,duration_s,peer,op\n")
-            fh.write("\n".join(map(",".join, zip(rank_s, it_s, ph, st_s, du_s, pe_s, op))))
-            fh.write("\n")
-        elif fmt == "jsonl":
-            pe_s = [f',"peer":{v}' if v >= 0 else "" for v in pe]
-            op_s = [f',"op":"{v}"' if v else "" for v in op]
-            fh.writelines(
-                f'{{"rank":{r},"iteration":{i},"phase":"{p}","start_s":{a},"duration_s":{d}'
-                f'{e}{o}}}\n' for r, i, p, a, d, e, o in zip(rank_s, it_s, ph, st_s, du_s, pe_s,
-                                                              op_s))
-        else:
-            raise ValueError(f"unknown log format {fmt}")
-    return len(cols[0])
+    if fmt == "csv":                 # column by column: formatting is most of the time
+        pe_s = ["" if v < 0 else str(v) for v in pe]
+        return "".join(f"{line}\n" for line in map(",".join, zip(rank_s, it_s, ph, st_s, du_s,
+                                                                  pe_s, op)))
+    pe_s = [f',"peer":{v}' if v >= 0 else "" for v in pe]
+    op_s = [f',"op":"{v}"' if v else "" for v in op]
+    return "".join(
+        f'{{"rank":{r},"iteration":{i},"phase":"{p}","start_s":{a},"duration_s":{d}'
+        f'{e}{o}}}\n' for r, i, p, a, d, e, o in zip(rank_s, it_s, ph, st_s, du_s, pe_s, op_s))
 
 
 def to_observed(s: Synthetic, name: str = "<generated log>", timers: str = "kernels"):
@@ -188,7 +224,7 @@ def write_traces(s: Synthetic, directory: str, compress: bool = True) -> List[st
         doc = _trace(s, r, sel, member[r])
         name = os.path.join(directory, f"rank-{r}.json" + (".gz" if compress else ""))
         data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
-        with open(name, "wb") as raw:
+        with open(created(name), "wb") as raw:
             # mtime 0: the gzip header holds no time of writing (same input, same bytes)
             with (gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0,
                                 filename="") if compress else raw) as fh:

@@ -12,7 +12,7 @@ from astral_dsl.units.dimension import BASES, NAMED, Dim
 from astral_dsl.units.table import MAX_UNIT_EXPONENT, parse_unit
 
 
-_ATOM = re.compile(r"([*/]?)([^*/^]+)(?:\^(-?\d+))?")
+_ATOM = re.compile(r"([*/]?)([^*/^]+)(?:\^(-?[0-9]+))?")
 
 
 def exponents(unit: str) -> Dict[str, int]:

@@ -129,7 +129,7 @@ MAX_UNIT_EXPONENT = 12
 MAX_DIMENSION_EXPONENT = 24
 
 
-_ATOM = re.compile(r"^([^\^]+)(?:\^(-?\d+))?$")
+_ATOM = re.compile(r"^([^\^]+)(?:\^(-?[0-9]+))?$")   # 0-9: `\d` takes any script's digits
 
 
 @lru_cache(maxsize=2048)

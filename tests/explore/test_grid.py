@@ -137,3 +137,12 @@ def test_bare_ends_with_a_difference_step_say_how_to_write_temperatures():
         "or `degF`; a range of them is written with its ends' unit and a difference as its "
         "step, `80degC..90degC:5K`")
     check_names(parse_grids(["rise=8..12:2K", "t=80degC..90degC:5K"], {}), params)  # no error
+
+
+def test_a_range_is_written_with_the_digits_0_to_9():
+    # the grid's own number pattern took `\d`, any script's digits: `٣..٤` swept 3 and 4
+    with pytest.raises(GridError) as err:
+        parse_spec("hosts", "\u0663..\u0664")
+    assert str(err.value).endswith("the start `\u0663` is not a number (with an optional unit)")
+    with pytest.raises(GridError):
+        parse_spec("limit", "4\u0660kW..50kW:5kW")

@@ -359,6 +359,9 @@ def test_cli_default_job_is_the_first(small, capsys):
     (["--gpus", "64"], "--gpus 64: the placement `Lab` holds 32 GPUs"),
     (["--gpus", "1.5"], "`1.5` is not a whole number of GPUs"),
     (["--gpus", "0"], "`0` is not a whole number of GPUs of at least 1"),    # 0 is whole
+    # isdigit() and int() read another script's digits: `٨` searched 8 GPUs
+    (["--gpus", "\u0668"], "`\u0668` is not a whole number of GPUs of at least 1"),
+    (["--gpus", "\u0668" + "\u0660" * 10], "is not a whole number of GPUs of at least 1"),
     (["--gpus", "8..4"], "the range is empty"),
     # read as 9.9999999999999999999999e22: it was "not a whole number of GPUs"
     (["--gpus", "99999999999999999999999"], "--gpus 99999999999999999999999: more GPUs than a "
