@@ -40,7 +40,7 @@ def test_a_quarter_of_the_core_down_oversubscribes_the_tor_tier():
     tor = q.result.fabrics[0].tiers[0]
     # 128 x 200G down over 64 x 400G up with 75 % of the uplinks alive: 25.6 / 19.2 = 1.333
     assert tor.oversubscription == pytest.approx(25.6 / 19.2)
-    assert "25% of" in q.notes[0]
+    assert "25 % of" in q.notes[0]
     w680 = [d for d in checked.diagnostics if d.code == "W680"]
     assert len(w680) == 1 and "quarter_core" in w680[0].message
     # the E602 names the failure, at the tier it oversubscribes (`tier tor`, line 8), with the
@@ -325,14 +325,18 @@ def test_two_shares_of_a_tier_in_a_scenario_are_e202():
 
 def test_the_scenario_matrix_lists_a_share_of_a_tier_once():
     """The report's matrix said `out of service: X.fabric.core` (the whole tier) beside `25% of
-    X.fabric.core`; a share of the first tier, rejected (E219), was out of service too."""
+    X.fabric.core`; a share of the first tier, rejected (E219), was out of service too. A
+    share is written as the language writes it, `25 %`, and in full: 12.5 % was `12%`."""
     from astral_dsl.api.review import collect
     from astral_dsl.outputs.report import matrix as mx
 
-    ws = astral_dsl.compiles(FABRIC + "scenario tor_share { fail 25 % of X.fabric.tor }\n",
-                             name="s.astral")
+    ws = astral_dsl.compiles(FABRIC + "scenario tor_share { fail 25 % of X.fabric.tor }\n"
+                             "scenario eighth { fail 12.5 % of X.fabric.core }\n", name="s.astral")
     rows = {r.name: r for r in mx.matrix(collect(ws, views=()))}
-    assert rows["quarter_core"].cell("network").notes == ("out of service: 25% of X.fabric.core",)
+    assert rows["quarter_core"].cell("network").notes == ("out of service: 25 % of X.fabric.core",)
+    assert rows["eighth"].cell("network").notes == ("out of service: 12.5 % of X.fabric.core",)
+    eighth = {o.name: o for o in astral_dsl.check(ws, ["eighth"]).scenarios}["eighth"]
+    assert eighth.notes[0] == "12.5 % of X.fabric.core failed"
     assert rows["tor_share"].cell("network").notes == ()
     assert rows["plane_b"].cell("network").notes == ("out of service: X.fabric.plane[B]",)
 
