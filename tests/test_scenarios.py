@@ -218,6 +218,27 @@ def test_cdu_failure_and_hotter_supply():
     assert loop.supply_c == pytest.approx(45)
 
 
+def test_one_cdu_left_is_said_in_the_singular():
+    """E643 under a scenario said "its 1 CDUs pass", E640 "its 1 CDUs left of 4 ... hold"."""
+    text = COOLING.replace("cdu C { capacity = 100 kW }",
+                           "cdu C { capacity = 100 kW, max_flow = 200 L/min }")
+    text = text.replace("scenario one_cdu { fail S.rows[0].l }",
+                        "scenario three {" + "\n".join(["fail S.rows[0].l"] * 3) + "}")
+    _, out = outcomes(text)
+    e640, e643 = out["three"].broken
+    # 224.5 kW on the 1 x 100 kW left; its 200 L/min for the loop's 324.8 L/min (10 K rise)
+    assert e640.message == ("loop `S.rows[0].l` carries 224.5 kW of liquid heat but its 1 CDU "
+                            "left of 4 (the scenario fails 3) holds 100 kW")
+    assert e643.message == ("loop `S.rows[0].l` needs 324.8 L/min, above what its 1 CDU "
+                            "passes (200 L/min)")
+    # 2 x 200 L/min pass 400 L/min: no E643 with two left; E640 in the plural
+    _, out = outcomes(text.replace("scenario three {fail S.rows[0].l\n",
+                                   "scenario three {"))
+    assert [d.message for d in out["three"].broken] == [
+        "loop `S.rows[0].l` carries 224.5 kW of liquid heat but its 2 CDUs left of 4 (the "
+        "scenario fails 2) hold 200 kW"]
+
+
 def test_a_cdu_by_index_is_a_failed_loop():
     """`cdus` is a count: `fail S.rows[0].l.cdus[0]` was E303 "cannot index a number" with the
     hint of any index; failing the loop fails one of its CDUs (analyses/scenarios.py), as the
