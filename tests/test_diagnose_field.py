@@ -450,6 +450,34 @@ def test_a_drill(tmp_path):
     assert proc.returncode == 2 and "at most 1" in proc.stderr
 
 
+def test_a_drill_draws_no_drift_the_diagnosis_sets_aside(tmp_path, small):
+    """Each host's drift is drawn in +-D, and diagnose sets aside a clock beyond 500 ppm from
+    its set's median: `--drift 490 --seed 4` (allowed up to 500) had a healthy host set aside
+    (E789) in a healthy drill. D is at most 250 ppm now, so that two hosts differ by at most
+    500 ppm: --drift 250 --seed 4 is healthy, above is a usage error saying why, and so is
+    generate() from Python."""
+    from astral_dsl.synth import SynthError
+
+    out = tmp_path / "drill.csv"
+    for ppm in ("490", "250.5"):
+        proc = _cli("synth", str(SMALL), "-o", str(out), "--drift", ppm, "--seed", "4")
+        assert proc.returncode == 2 and not out.exists(), proc.stderr
+        assert f"a drift of {ppm} ppm: a drill draws each host's in +-{ppm} ppm" in proc.stderr
+        assert "beyond 500 ppm from its set's median drift" in proc.stderr
+        assert "at most 250 ppm, so that a healthy drill reads healthy" in proc.stderr
+    for ppm in ("-1", "nan"):
+        proc = _cli("synth", str(SMALL), "-o", str(out), "--drift", ppm)
+        assert proc.returncode == 2 and "a drift is a number of ppm from 0" in proc.stderr
+    proc = _cli("synth", str(SMALL), "-o", str(out), "--drift", "250", "--seed", "4")
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("diagnose", str(SMALL), "--observed", str(out))
+    assert proc.returncode == 0 and "E789" not in proc.stdout + proc.stderr, proc.stdout
+    design, fc, rm = small
+    with pytest.raises(SynthError) as exc:
+        generate(fc, rm, [], Noise(drift=490e-6), seed=4)
+    assert "at most 250 ppm" in str(exc.value)
+
+
 def test_a_drill_on_a_named_part(tmp_path):
     """`--part` names the part of every kind synth draws (it had refused every agg, uplink and
     link_flap part, and a partial's unless the seed had drawn a GPU); `--severity` is checked

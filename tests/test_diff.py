@@ -73,6 +73,26 @@ def test_hand_computed_figures():
     assert "+ fibre DR4_400G (tor-agg links, 400 Gb/s, 60 m): 4,096" in bom
 
 
+def test_computed_values_are_rounded_as_the_figures_are():
+    """A value the stdlib computes (a transformer's losses from its rating) was printed to 10
+    significant digits (`1.906090889 kW`); now to the 6 the diff's figures have."""
+    computed = (CASES / "computed" / "expected").read_text(encoding="utf-8")
+    # 250 kVA: 99.23 % at 225 kVA and 99.27 % at 300 kVA, 99.2433 % between; the load loss is
+    # twice the half-load loss, 250 kVA x 0.5 x (1 / 0.992433 - 1) x 2 = 1.90609 kW (P0 a
+    # quarter of it); 200 kVA: 99.16 % at 150 kVA, 99.2067 % at 200 kVA
+    eff_a = 0.9923 + (250 - 225) / 75 * 0.0004
+    eff_b = 0.9916 + (200 - 150) / 75 * 0.0007
+    a, b = 250 * (1 / eff_a - 1), 200 * (1 / eff_b - 1)
+    assert f"~ S.mv.load_loss: {a:.6g} kW -> {b:.6g} kW" in computed
+    assert f"~ S.mv.no_load_loss: {a / 4:.6g} kW -> {b / 4:.6g} kW" in computed
+    assert "~ S.mv.load_loss: 1.90609 kW -> 1.59935 kW" in computed
+    # what the values are is compared in full: a change past the 6th digit is still one
+    from astral_dsl.outputs.diff.facts import rounded
+    assert [rounded(x) for x in (1.906090889, 65536.0, 1234.56789, 0.4765227, 2.5, -0.0001234567,
+                                 float("inf"))] == \
+        ["1.90609", "65536", "1234.6", "0.476523", "2.5", "-0.000123457", "inf"]
+
+
 def test_json_agrees_with_the_comparison():
     doc = json.loads((CASES / "json" / "expected").read_text(encoding="utf-8"))
     assert doc["identical"] is False and doc["a"]["valid"] and doc["b"]["valid"]

@@ -292,6 +292,6 @@ def test_a_template_path_names_the_template_not_the_shared_instance():
     assert "12 NICs run at 66.67 % of their bandwidth for traffic into tier `agg` " \
            "(`P.fabric.agg[0]` failed)" in notes["tmpl"]
     assert "2 `agg` switches off: 1.0 kW less network power" in notes["tmpl"]
-    assert notes["tmpl_share"][0] == "25% of P.fabric.agg failed"
+    assert notes["tmpl_share"][0] == "25 % of P.fabric.agg failed"      # as the language writes it
     assert "6 `agg` switches off: 3.0 kW less network power" in notes["tmpl_share"]
     assert not [n for n in notes["tmpl"] + notes["tmpl_share"] if "S.pods[0]" in n]

@@ -547,6 +547,28 @@ def test_a_time_beyond_10_12_s_is_a_bad_row(tmp_path, field, value, fmt):
 
 
 
+@pytest.mark.parametrize("field", ["rank", "iteration", "peer", "start_s", "duration_s"])
+@pytest.mark.parametrize("value", ["\u0661", "\uff11", "1_0", "\u0661.5"])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_number_in_other_digits_is_a_bad_row(tmp_path, field, value, fmt):
+    """A cell of another script's digits (ARABIC-INDIC `١`, full-width `１`) or with a `_`
+    (`1_0`) read as a number through float() and numpy (`١` as 1): a bad row (E784) on both
+    roads, as a runs table's cell is (the digits 0-9 alone, runs/table.py)."""
+    rows = [dict(GOOD_ROW), dict(GOOD_ROW, start_s=1.0), dict(GOOD_ROW, **{field: value})]
+    p = tmp_path / f"log.{fmt}"
+    if fmt == "jsonl":      # a JSON string: a JSON number is ASCII by the grammar
+        p.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    else:
+        p.write_text(",".join(GOOD_ROW) + "\n" + "".join(
+            ",".join(str(v) for v in r.values()) + "\n" for r in rows), encoding="utf-8")
+    obs = observe.load([str(p)])
+    assert codes(obs) == ["E784"], obs.diagnostics
+    message = obs.diagnostics[0].message
+    assert "1 row(s)" in message and f"line {3 if fmt == 'jsonl' else 4}" in message
+    assert f"`{field}` is not a number: {value!r}; write it with the digits 0-9" in message
+    assert len(obs.ranks[0]) == 2
+
+
 def test_a_phase_with_a_lone_surrogate_is_named_escaped(tmp_path):
     """A phase name holding a lone surrogate (JSON's "\\ud800") is named in W784 with it
     escaped: written as it was, no UTF-8 output could hold the message (`diagnose -o` raised

@@ -54,6 +54,34 @@ def test_nor_through_a_link_or_a_hard_link(design, capsys, tmp_path):
                  f"`{design}` (the same file)")
 
 
+def test_the_api_report_does_not_write_over_what_it_reads(design, tmp_path):
+    """`astral_dsl.report(path, output=path)` replaced the design with the page (the command
+    line refused it): a ValueError now, before any work, for the design, a module it imports
+    and the fit file, by path, link or hard link; nothing is written."""
+    import astral_dsl
+
+    part = tmp_path / "part.astral"
+    part.write_text("host Extra { power = 1 kW }\n", encoding="utf-8")
+    design.write_text("import part { Extra }\n" + design.read_text(encoding="utf-8"),
+                      encoding="utf-8")
+    fit = tmp_path / "fit.json"
+    fit.write_text("{}", encoding="utf-8")
+    link, hard = tmp_path / "link.html", tmp_path / "hard.html"
+    link.symlink_to(design)
+    os.link(design, hard)
+    for target in (design, astral_dsl.compile(design)):
+        for out, kept, named in ((design, design, "a file"),
+                                 (link, design, f"`{design}` (the same file)"),
+                                 (hard, design, f"`{design}` (the same file)"),
+                                 (part, part, "a file"), (fit, fit, "a file")):
+            before = kept.read_bytes()
+            with pytest.raises(ValueError) as exc:
+                astral_dsl.report(target, out, calibration=fit)
+            assert str(exc.value) == (f"output {out} is {named} that report reads: writing it "
+                                      f"would destroy it; name another file")
+            assert kept.read_bytes() == before
+
+
 def test_diagnose_does_not_write_over_its_observed_data(design, capsys, tmp_path):
     log = tmp_path / "run.csv"
     log.write_text("rank,iteration,phase,start_s,duration_s,peer,op\n0,1,forward,0,1,,\n",

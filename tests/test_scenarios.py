@@ -40,7 +40,7 @@ def test_a_quarter_of_the_core_down_oversubscribes_the_tor_tier():
     tor = q.result.fabrics[0].tiers[0]
     # 128 x 200G down over 64 x 400G up with 75 % of the uplinks alive: 25.6 / 19.2 = 1.333
     assert tor.oversubscription == pytest.approx(25.6 / 19.2)
-    assert "25% of" in q.notes[0]
+    assert "25 % of" in q.notes[0]
     w680 = [d for d in checked.diagnostics if d.code == "W680"]
     assert len(w680) == 1 and "quarter_core" in w680[0].message
     # the E602 names the failure, at the tier it oversubscribes (`tier tor`, line 8), with the
@@ -218,6 +218,27 @@ def test_cdu_failure_and_hotter_supply():
     assert loop.supply_c == pytest.approx(45)
 
 
+def test_one_cdu_left_is_said_in_the_singular():
+    """E643 under a scenario said "its 1 CDUs pass", E640 "its 1 CDUs left of 4 ... hold"."""
+    text = COOLING.replace("cdu C { capacity = 100 kW }",
+                           "cdu C { capacity = 100 kW, max_flow = 200 L/min }")
+    text = text.replace("scenario one_cdu { fail S.rows[0].l }",
+                        "scenario three {" + "\n".join(["fail S.rows[0].l"] * 3) + "}")
+    _, out = outcomes(text)
+    e640, e643 = out["three"].broken
+    # 224.5 kW on the 1 x 100 kW left; its 200 L/min for the loop's 324.8 L/min (10 K rise)
+    assert e640.message == ("loop `S.rows[0].l` carries 224.5 kW of liquid heat but its 1 CDU "
+                            "left of 4 (the scenario fails 3) holds 100 kW")
+    assert e643.message == ("loop `S.rows[0].l` needs 324.8 L/min, above what its 1 CDU "
+                            "passes (200 L/min)")
+    # 2 x 200 L/min pass 400 L/min: no E643 with two left; E640 in the plural
+    _, out = outcomes(text.replace("scenario three {fail S.rows[0].l\n",
+                                   "scenario three {"))
+    assert [d.message for d in out["three"].broken] == [
+        "loop `S.rows[0].l` carries 224.5 kW of liquid heat but its 2 CDUs left of 4 (the "
+        "scenario fails 2) hold 200 kW"]
+
+
 def test_a_cdu_by_index_is_a_failed_loop():
     """`cdus` is a count: `fail S.rows[0].l.cdus[0]` was E303 "cannot index a number" with the
     hint of any index; failing the loop fails one of its CDUs (analyses/scenarios.py), as the
@@ -325,14 +346,18 @@ def test_two_shares_of_a_tier_in_a_scenario_are_e202():
 
 def test_the_scenario_matrix_lists_a_share_of_a_tier_once():
     """The report's matrix said `out of service: X.fabric.core` (the whole tier) beside `25% of
-    X.fabric.core`; a share of the first tier, rejected (E219), was out of service too."""
+    X.fabric.core`; a share of the first tier, rejected (E219), was out of service too. A
+    share is written as the language writes it, `25 %`, and in full: 12.5 % was `12%`."""
     from astral_dsl.api.review import collect
     from astral_dsl.outputs.report import matrix as mx
 
-    ws = astral_dsl.compiles(FABRIC + "scenario tor_share { fail 25 % of X.fabric.tor }\n",
-                             name="s.astral")
+    ws = astral_dsl.compiles(FABRIC + "scenario tor_share { fail 25 % of X.fabric.tor }\n"
+                             "scenario eighth { fail 12.5 % of X.fabric.core }\n", name="s.astral")
     rows = {r.name: r for r in mx.matrix(collect(ws, views=()))}
-    assert rows["quarter_core"].cell("network").notes == ("out of service: 25% of X.fabric.core",)
+    assert rows["quarter_core"].cell("network").notes == ("out of service: 25 % of X.fabric.core",)
+    assert rows["eighth"].cell("network").notes == ("out of service: 12.5 % of X.fabric.core",)
+    eighth = {o.name: o for o in astral_dsl.check(ws, ["eighth"]).scenarios}["eighth"]
+    assert eighth.notes[0] == "12.5 % of X.fabric.core failed"
     assert rows["tor_share"].cell("network").notes == ()
     assert rows["plane_b"].cell("network").notes == ("out of service: X.fabric.plane[B]",)
 

@@ -961,6 +961,49 @@ def test_set_quantity_on_a_count_param_is_e310(tmp_path):
     assert "--set n" in e.message
 
 
+RATIO = """
+param ups_eff = 97 %
+param drift = 20 ppm
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 2 x R
+  feeder a { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, count = 2,
+             capacity = 250 kW, efficiency = ups_eff, serves = racks }
+}
+"""
+
+
+def test_set_a_bare_fraction_on_a_percent_param_is_e310(tmp_path):
+    """`--set ups_eff=1` was 1 %: within E316's range (from 1 %), it gave E620 (the feeder
+    carrying 100 times its load) with nothing pointing at the --set; 0.97 was 0.97 %."""
+    for given, fraction in (("1", "100"), ("0.97", "97"), ("-0.5", "-50")):
+        d = build(RATIO, tmp_path, overrides={"ups_eff": given})
+        assert [x.code for x in d.diagnostics if x.is_error] == ["E310"], d.diagnostics
+        e = one(d, "E310")
+        assert e.message == (f"--set ups_eff: the bare number {given} is ambiguous: in the "
+                             f"unit of the default (97 %) it is {given} %, as a fraction "
+                             f"{fraction} %")
+        assert e.hint == (f"write the unit: --set 'ups_eff={fraction} %' (or --set "
+                          f"ups_eff={fraction}) for the fraction {given}, --set "
+                          f"'ups_eff={given} %' for {given} % (from Python, "
+                          f"with_params(ups_eff=\"{fraction} %\"))")
+    # from Python, a number is as bare
+    ws = astral_dsl.compiles(RATIO, name="r.astral").with_params(ups_eff=0.97)
+    assert [x.code for x in ws.design.diagnostics if x.is_error] == ["E310"]
+    # another ratio unit: 0.5 might be 0.5 ppm or the fraction 500,000 ppm
+    d = build(RATIO, tmp_path, overrides={"drift": "0.5"})
+    assert "as a fraction 500000 ppm" in one(d, "E310").message
+    # with the unit written, above 1, or 0, the value is as given
+    for given, pct in (("1 %", 1), ("97", 97), ("0.97 %", 0.97), ("98 %", 98), ("0", 0)):
+        d = build(RATIO, tmp_path, overrides={"ups_eff": given})
+        assert "E310" not in codes(d), given
+        assert dict(d.params)["ups_eff"].value_in("%") == pytest.approx(pct)
+    # a number-valued parameter is not a ratio's: 0.5 is 0.5
+    d = build("param f = 0.25\nsite S { }\n", tmp_path, overrides={"f": "0.5"})
+    assert d.valid and str(dict(d.params)["f"]) == "0.5"
+
+
 def test_set_not_a_literal_is_e310(tmp_path):
     d = build(OVERRIDABLE, tmp_path, overrides={"limit": "x y"})
     assert "E310" in codes(d)

@@ -217,11 +217,12 @@ site S { racks = 8 x R, fabric = F
     assert "([E602]): relax it" in d.hint
 
 
-def test_e660_with_counts_alone_gives_the_constraints_own_remedy():
-    # `cdus = ?` is an equipment count, not a choice: there are no options to widen, and the
-    # feeder's conductors fail whatever it is. 4 racks x 4 hosts x 10 kW = 160 kW at 240 V DC
-    # (no standard range, no battery: its nominal voltage) = 666.7 A on one set rated 600 A:
-    # E625, whose own hint is the way out (the hint had said "widen the options")
+def test_a_constraint_no_unknown_enters_is_its_own_error_not_e660():
+    # `cdus = ?` is an equipment count, not a choice, and the feeder's conductors fail whatever
+    # it is. 4 racks x 4 hosts x 10 kW = 160 kW at 240 V DC (no standard range, no battery: its
+    # nominal voltage) = 666.7 A on one set rated 600 A: E625 itself, with its own hint, as
+    # without the `?` (it was E660, "no choice of the unknowns satisfies every constraint", with
+    # E625 in a note)
     text = """
 cdu C { capacity = 100 kW }
 fluid Water { coolprop = "Water" }
@@ -237,11 +238,50 @@ host H { power = 10 kW, liquid_share = 80 % }
 site S { rows = 1 x Row, utilization = 50 % }
 """
     checked = astral_dsl.check(astral_dsl.compiles(text, name="counts.astral"))
-    (d,) = [x for x in checked.diagnostics if x.code == "E660"]
-    assert "[E625] each of the 1 conductor set(s) of `S.rows[0].f` carries 666.7 A" in d.notes[0]
-    assert d.hint == ("the unknowns are equipment counts, each at the least the load needs, and "
-                      "this constraint ([E625]) still fails: add parallel conductors "
-                      "(`conductors = N`) or a larger cross-section")
+    errors = [x for x in checked.diagnostics if x.is_error]
+    assert [x.code for x in errors] == ["E625"], errors
+    assert "of `S.rows[0].f` carries 666.7 A" in errors[0].message
+    assert errors[0].hint == ("add parallel conductors (`conductors = N`) or a larger "
+                              "cross-section")
+    # the same without the `?`: the error as sizing reports it
+    fixed = astral_dsl.check(astral_dsl.compiles(text.replace("cdus = ?", "cdus = 3"),
+                                                 name="counts.astral"))
+    assert [(x.code, x.message, x.hint) for x in fixed.diagnostics if x.is_error] == \
+        [(x.code, x.message, x.hint) for x in errors]
+
+
+def test_a_stated_cdu_count_too_small_is_e641_beside_a_sized_feeder():
+    """A loop's stated `cdus = 2` on CDUs too small for N+1, in a design that sizes its feeder
+    count (`count = ? in 1..3`): E641 itself, whatever the count (it was E660 with E641 in a
+    note). 4 racks x 4 hosts x 10 kW x 80 % = 128 kW of liquid heat on 2 x 100 kW: 200 kW
+    hold it, one failed leaves 100 kW."""
+    text = """
+cdu C { capacity = 100 kW, price = 1000 USD }
+fluid Water { coolprop = "Water" }
+row Row {
+  racks = 4 x R
+  feeder f { current = dc, voltage = 800 V, capacity = 300 kW, count = ? in 1..3,
+             price = 100 USD, serves = racks }
+  loop l { fluid = Water, supply = 30 degC, rise = 10 K, cdu = C, cdus = 2,
+           redundancy = n_plus_1, serves = racks }
+}
+rack R { hosts = 4 x H }
+host H { power = 10 kW, liquid_share = 80 % }
+site S { rows = 1 x Row, utilization = 50 % }
+"""
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="cdus.astral"))
+    errors = [x for x in checked.diagnostics if x.is_error]
+    assert [x.code for x in errors] == ["E641"], errors
+    assert errors[0].message == ("with one CDU failed, loop `S.rows[0].l` has 100 kW for 128 kW")
+    assert errors[0].hint == "3 CDUs are needed (n_plus_1)"
+    assert (errors[0].span.start.line, errors[0].span.start.column) == (8, 74)      # `cdus`
+    # a check whose sides change with the choice is still E660 (test_e660_names_...), and one
+    # that does not fails as itself beside it
+    both = text.replace("utilization = 50 % }",
+                        "utilization = 50 %\n  check 1 == 2 }").replace("count = ? in 1..3",
+                                                                         "count = ? in 1..2")
+    assert "E660" not in [x.code for x in astral_dsl.check(astral_dsl.compiles(
+        both, name="cdus.astral")).diagnostics]
 
 
 def test_e660_keeps_the_warnings_every_combination_gives():

@@ -170,7 +170,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
         if isinstance(cdus_field, UnknownValue):
             reqs.append(Requirement(cdus_field.key, needed + failed, replicas,
                                     _si(cdu.field("price")) or 0.0,
-                                    f"loop `{inst.path}` needs {needed} CDUs for "
+                                    f"loop `{inst.path}` needs {_cdus(needed)} for "
                                     f"{readable.power(heat, 3)} ({scheme})",
                                     inst.span_of("cdu")))
         if declared_n is not None:
@@ -186,7 +186,8 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
         if cdu_flow and declared_n and flow > cdu_flow * declared_n * (1 + 1e-9):
             diags.append(_err("E643", f"loop `{inst.path}` needs "
                                       f"{format_number(round(flow * 60000, 1))} L/min, above what "
-                                      f"its {declared_n} CDUs pass "
+                                      f"its {_cdus(declared_n)} "
+                                      f"{'passes' if declared_n == 1 else 'pass'} "
                                       f"({format_number(round(cdu_flow * declared_n * 60000, 1))}"
                                       f" L/min)", inst.span_of("cdus")))
     names: Dict = {}
@@ -226,11 +227,12 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
     survive one more; E643 checks the flow of the CDUs left)."""
     if declared_n * cap < heat * (1 - 1e-9):
         carried, held = readable.powers_apart(heat, declared_n * cap)
-        running = f"{declared_n} CDUs" + (f" left of {declared_n + failed} (the scenario "
-                                           f"fails {failed})" if failed else "")
+        running = _cdus(declared_n) + (f" left of {declared_n + failed} (the scenario "
+                                       f"fails {failed})" if failed else "")
         diags.append(_err("E640", f"loop `{inst.path}` carries {carried} of liquid heat but "
-                                  f"its {running} hold {held}",
-                          inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
+                                  f"its {running} {'holds' if declared_n == 1 else 'hold'} "
+                                  f"{held}",
+                          inst.span_of("cdus"), _needed(needed, scheme)))
         return
     if failed:
         # under a scenario that failed CDUs, the scenario's failure is the one asked about, as
@@ -250,7 +252,16 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
                     f"L/min of the {format_number(round(flow * 6e4))} L/min needed")
         diags.append(_err("E641", f"with {failure(scheme, declared_n)}, loop `{inst.path}` has "
                                   f"{have}", inst.span_of("cdus"),
-                          f"{needed} CDUs are needed ({scheme})"))
+                          _needed(needed, scheme)))
+
+
+def _cdus(n: int) -> str:
+    """"1 CDU", "2 CDUs"."""
+    return f"{n} CDU" if n == 1 else f"{n} CDUs"
+
+
+def _needed(n: int, scheme: str) -> str:
+    return f"{_cdus(n)} {'is' if n == 1 else 'are'} needed ({scheme})"
 
 
 def failure(scheme: str, cdus: int) -> str:

@@ -20,7 +20,7 @@ from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.values import (FabricLink, FabricSelection, Group, NicPort, port_label,
                                      show)
-from astral_dsl.units import format_number
+from astral_dsl.units import readable
 
 
 @records.frozen(slots=False)
@@ -70,9 +70,9 @@ def apply(design: Design, scenario: Instance) -> Applied:
                     tiers.append((target.fabric.path, target.tier, fraction))
                 fabric.append(Failure(target, written, action.span, action.route, fraction,
                                       len(named)))
-                notes.append(f"{fraction:.0%} of {written} failed")
-                named.append(("fail", f"{format_number(round(fraction * 100, 6))} % of "
-                                      f"{written}", "tier", 1, None, None))
+                notes.append(f"{readable.percent(fraction)} of {written} failed")
+                named.append(("fail", f"{readable.percent(fraction)} of {written}", "tier", 1,
+                              None, None))
                 continue
             if isinstance(target, (FabricSelection, NicPort, FabricLink)):
                 fabric.append(Failure(target, written, action.span, action.route,

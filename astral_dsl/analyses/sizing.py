@@ -23,7 +23,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses.cost import objective_value
 from astral_dsl.analyses.engineering import Engineering, analyse, run_scenario
-from astral_dsl.analyses.sizing_common import common_warnings
+from astral_dsl.analyses.sizing_common import common_warnings, whatever_chosen, without
 from astral_dsl.analyses.sizing_milp import milp
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, UnknownSite
@@ -52,7 +52,8 @@ class Combination:
     # each conflict's constraint: (code, source line), the same in every combination it fails
     binding: Tuple[Tuple[str, str], ...] = ()
     causes: Tuple[Optional[Span], ...] = ()     # the span of each of `binding`
-    remedies: Tuple[Optional[str], ...] = ()    # the hint of each of `binding`'s diagnostics
+    # the errors of the design itself (not of a required scenario, not a count past its range)
+    errors: Tuple[Diagnostic, ...] = ()
 
 
 @records.frozen
@@ -163,7 +164,13 @@ def choose(design: Design, compiled) -> Sizing:
     combos = [_assess(c, counts, target, sense) for c in compiled]
     feasible = [c for c in combos if c.feasible]
     if not feasible:                   # what holds whatever the choice is kept (sizing_common)
-        return _failed(design, sense, name, total, 0, [_infeasible(combos, structural, anchor)],
+        fixed = whatever_chosen(combos)
+        rest = [without(c, fixed) for c in combos]
+        # E660 besides, for what fails some choice otherwise; not when a choice fails for them
+        # alone (mended, it may hold)
+        more = [] if fixed and any(not c.conflicts for c in rest) else \
+            [_infeasible(rest, structural, anchor)]
+        return _failed(design, sense, name, total, 0, fixed + more,
                        common_warnings(compiled, structural))
     pick, xs = milp(feasible, counts, name == "cost")
     if pick is None:
@@ -264,7 +271,8 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
     errors = [x for x in d.diagnostics if x.is_error]
     if eng is None:                                   # not a design at all: report as is
         return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors),
-                           binding=_binding(errors), causes=tuple(x.span for x in errors))
+                           binding=_binding(errors), causes=tuple(x.span for x in errors),
+                           errors=tuple(errors))
     errors += [x for x in eng.diagnostics if x.is_error]
     requirements = list(eng.requirements)
     twins = dict(zip((s.template for s in d.scenarios if s.field("required") is True),
@@ -291,7 +299,6 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
     conflicts = [_describe(x) for x in errors]
     binding = list(_binding(errors))
     causes = [x.span for x in errors]
-    remedies = [x.hint for x in errors]
     for u in counts:
         need = max(minima.get(u.key, 0), u.low)
         if need > u.high:
@@ -301,11 +308,10 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
                              f"`? in ...` at {_where(u.span)} allows at most {u.high}")
             binding.append((f"`{u.owner}.{u.field}` capped", _where(u.span)))
             causes.append(u.span)
-            remedies.append(None)
     if conflicts:
         return Combination(index, assign, False, conflicts=tuple(conflicts),
                            binding=tuple(binding), causes=tuple(causes),
-                           remedies=tuple(remedies))
+                           errors=tuple(errors))
     value = _structure_value(d, eng, target)
     if sense == "maximize":
         value = -value
@@ -353,16 +359,10 @@ def _infeasible(combos: List[Combination], structural, anchor) -> Diagnostic:
     if common:
         first = min(common, key=combos[0].binding.index)
         cause = dict(zip(combos[0].binding, combos[0].causes)).get(first)
-        remedy = dict(zip(combos[0].binding, combos[0].remedies)).get(first)
         if cause is not None:
             anchor = cause
             hint = (f"every combination breaks this constraint ({first[0]}): relax it, or "
                     f"widen the options of the unknowns")
-            if not structural and remedy:
-                # no options to widen: the unknowns are equipment counts, each at the least
-                # the load needs, and the constraint's own remedy is the way out
-                hint = (f"the unknowns are equipment counts, each at the least the load needs, "
-                        f"and this constraint ({first[0]}) still fails: {remedy}")
     for conflicts, members in sorted(groups.items(), key=lambda kv: kv[1][0].index)[:6]:
         if structural:
             choices = "; ".join(

@@ -4,7 +4,9 @@ Each combination of the structural unknowns is compiled and checked (sizing.py),
 counts at the least its load needs. When none holds there is no chosen design to report, but a
 warning every one of them gives (the same code at the same place) holds whatever the choice:
 it is reported beside E660, not lost. When its figures differ from one combination to the next,
-those of the first are given, with a note that says so and which combination it is."""
+those of the first are given, with a note that says so and which combination it is. An error
+every combination gives alike (its code, message, place and notes) is a constraint the
+unknowns do not enter: it is reported as itself, not as E660 (`whatever_chosen`)."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -49,3 +51,33 @@ def _choices(structural, index) -> str:
     return "; ".join(f"{u.span.file}:{u.span.start.line}:{u.span.start.column} = "
                      f"{getattr(u.options[i], 'path', None) or u.options[i]}"
                      for u, i in zip(structural, index))
+
+
+def whatever_chosen(combos) -> List[Diagnostic]:
+    """The errors every combination (sizing.Combination) gives alike (code, message, place
+    and notes, which hold a check's sides): a constraint the unknowns do not enter, such as a
+    loop's stated `cdus = 2` on CDUs too small (E640, E641), which no choice mends. Each is
+    reported as itself, as in a design without `?`: E660 said "no choice of the unknowns
+    satisfies every constraint" of a count that is given."""
+    if not combos:
+        return []
+    keys = [{same(d) for d in c.errors} for c in combos[1:]]
+    return [d for d in combos[0].errors if all(same(d) in k for k in keys)]
+
+
+def same(d: Diagnostic) -> tuple:
+    """What makes two combinations' errors one: all that is said of it but its hint."""
+    return d.code, d.message, d.span, d.notes
+
+
+def without(c, fixed: List[Diagnostic]):
+    """The combination's conflicts but those of `fixed` (its errors come first, in order)."""
+    if not fixed:
+        return c
+    gone = {same(d) for d in fixed}
+    keep = [i for i in range(len(c.conflicts)) if i >= len(c.errors) or
+            same(c.errors[i]) not in gone]
+    return attrs.evolve(c, conflicts=tuple(c.conflicts[i] for i in keep),
+                        binding=tuple(c.binding[i] for i in keep),
+                        causes=tuple(c.causes[i] for i in keep),
+                        errors=tuple(e for e in c.errors if same(e) not in gone))

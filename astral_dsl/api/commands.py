@@ -191,16 +191,24 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
     """`astral report`: the design review written to `output` as one self-contained HTML
     page; returns its path. `calibration`: a Calibration or a fit file (`astral calibrate -o`)
     for the job forecasts (default: the shipped fit). Raises outputs.report.ReviewError for a
-    job or scenario the design does not declare, and OSError when the page cannot be
-    written."""
+    job or scenario the design does not declare, ValueError (before any work) when `output`
+    is a file the call reads (the design, a module it imports, the fit file), as `astral
+    report` refuses it, and OSError when the page cannot be written."""
     import attrs
 
     from astral_dsl.api.review import collect
+    from astral_dsl.outputs.overwrite import clobbered
     from astral_dsl.outputs.report import build
     from astral_dsl.outputs.report.written import write_whole
 
     ws = workspace_of(target, overrides)
     out = Path(_a.path(output, "output"))
+    read = [m.path for m in ws.modules.values() if m.path is not None] + (
+        [calibration] if isinstance(calibration, (str, os.PathLike)) else [])
+    what = clobbered(str(out), [os.fspath(p) for p in read])
+    if what is not None:
+        raise ValueError(f"output {out} is {what} that report reads: writing it would destroy "
+                         f"it; name another file")
     jobs = _a.names(jobs, "jobs")
     _a.name(scenario, "scenario")
     _a.instance_of(title, str, "title")

@@ -47,7 +47,7 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
     facts["lets"] = {k: shown(v) for k, v in design.lets}
     same = {"params": {k: identity(v) for k, v in design.params},
             "lets": {k: identity(v) for k, v in design.lets}}
-    facts["checks"], anchors = check_facts(design.checks, design.file, relative)
+    facts["checks"], anchors = check_facts(design.checks, design.file, relative, shown)
     same["checks"] = check_facts(design.checks, design.file, relative, identity)[0]
     if not front_end_errors(design):
         facts["values"] = values(design)

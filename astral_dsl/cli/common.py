@@ -158,34 +158,17 @@ def usage(message: str, diagnostics=()) -> int:
 def written_over(flag: str, output: Optional[str], inputs, folders: bool = False
                  ) -> Optional[int]:
     """A usage error (exit 2) when writing `output` (`flag`'s file) would overwrite one of the
-    files the command reads, `inputs` (paths, None or "-" skipped; with `folders`, a folder
-    stands for the files in it, as --observed reads one): the same file by any path, link or
-    hard link. `astral
+    files the command reads, `inputs` (outputs/overwrite.py clobbered: the same file by any
+    path, link or hard link; with `folders`, a folder stands for the files in it). `astral
     diagnose x.astral --observed run.csv -o run.csv` replaced the rank log with the diagnosis.
     None when it names none of them, or does not exist yet."""
-    import stat
+    from astral_dsl.outputs.overwrite import clobbered
 
-    try:
-        out = os.stat(output) if output else None
-        folder = os.stat(os.path.dirname(os.path.realpath(output))) if out else None
-    except (OSError, ValueError):
+    what = clobbered(output, inputs, folders)
+    if what is None:
         return None
-    if out is None or not stat.S_ISREG(out.st_mode):
-        return None
-    for path in inputs:
-        if not path or path == "-":
-            continue
-        try:
-            st = os.stat(path)
-        except (OSError, ValueError):
-            continue
-        if os.path.samestat(st, out) or (folders and stat.S_ISDIR(st.st_mode) and os.path.samestat(
-                st, folder) and not os.path.basename(output).startswith(".")):
-            what = f"a file of `{path}`" if stat.S_ISDIR(st.st_mode) else \
-                "a file" if path == output else f"`{path}` (the same file)"
-            return usage(f"{flag} {output} is {what} that this command reads: writing it "
-                         f"would destroy it; name another file")
-    return None
+    return usage(f"{flag} {output} is {what} that this command reads: writing it would destroy "
+                 f"it; name another file")
 
 
 def plotted(path: str) -> str:

@@ -48,7 +48,8 @@ def register(sub) -> None:
                    help="a rank log's compute rows: the GPU's compute (forward, backward) or "
                         "Megatron-LM's forward-compute/backward-compute wall time")
     s.add_argument("--drift", type=float, default=0.0, metavar="PPM",
-                   help="hosts' clocks drift up to this many ppm (default 0)")
+                   help="hosts' clocks drift up to this many ppm either way (default 0; at "
+                        "most 250: diagnose tolerates 500 ppm between a clock and the median)")
     s.add_argument("--quiet-answer", action="store_true",
                    help="print the injected fault on standard error, not standard output")
     add_calibration(s)
@@ -61,6 +62,8 @@ def run(args, overrides) -> int:
     from astral_dsl import diagnose, seer
     from astral_dsl.cli.runs import read_calibration
     from astral_dsl.synth import Noise, SynthError, generate, write
+    from astral_dsl.synth.faults import MAX_DRAWN_DRIFT
+    from astral_dsl.synth.generator import drift_refused
 
     if args.timers == "megatron" and not args.output.endswith((".csv", ".jsonl")):
         return usage("--timers megatron: a rank log's timers (OUT .csv or .jsonl); profiler "
@@ -69,8 +72,9 @@ def run(args, overrides) -> int:
         return usage(f"--seed {args.seed}: a seed is a whole number from 0")
     if not 1 <= args.iterations <= MAX_ITERATIONS:
         return usage(f"--iterations must be between 1 and {MAX_ITERATIONS}")
-    if not 0 <= args.drift <= 500:
-        return usage("--drift must be between 0 and 500 ppm")
+    if not 0 <= args.drift <= MAX_DRAWN_DRIFT * 1e6:     # NaN too
+        return usage(f"--drift: {drift_refused(args.drift)}" if args.drift > 0 else
+                     f"--drift {args.drift:g}: a drift is a number of ppm from 0")
     asked, failed = _asked(args)
     if failed is not None:
         return failed

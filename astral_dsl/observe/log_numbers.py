@@ -1,8 +1,10 @@
 """The numbers of a rank log's cells, read strictly (observe/ranklog.py): whole numbers of
 magnitude at most 2^53 (MAX_WHOLE: beyond it a float64, which the columns are read as, no longer
 holds every whole number, and 2^63 no longer fits the int64 columns), finite times within
-MAX_SECONDS, scalars only. Each reader raises ValueError with what is wrong, for the row's
-E784."""
+MAX_SECONDS, scalars only, a number written as text with the digits 0-9 alone (float() and
+numpy read another script's digits, `١٢` as 12, full-width `８` as 8, and `1_0` as 10: as a
+runs table's cell, runs/table.py, such a cell is not a number). Each reader raises ValueError
+with what is wrong, for the row's E784."""
 from __future__ import annotations
 
 import math
@@ -22,10 +24,19 @@ SCALAR_TYPES = frozenset(SCALARS)
 
 def floats_of(values) -> np.ndarray:
     """Strings or numbers -> float64; a missing value ("" fails, None becomes NaN and fails the
-    finiteness check) or a boolean is an error."""
-    if bool in set(map(type, values)):
+    finiteness check), a boolean or a text not in the digits 0-9 (`not_ascii`) is an error."""
+    kinds = set(map(type, values))
+    if bool in kinds:
         raise ValueError("boolean")
+    if str in kinds and any(not_ascii(v) for v in values if type(v) is str):
+        raise ValueError("not written with the digits 0-9")
     return np.asarray(values, dtype=np.float64)
+
+
+def not_ascii(text: str) -> bool:
+    """A number's text that float() would read but a reader might not: another script's digits
+    (`١٢`, `８`) or a `_` between digits (`1_0`)."""
+    return not text.isascii() or "_" in text
 
 
 def ints_of(values) -> np.ndarray:
@@ -71,6 +82,8 @@ def finite_number(v, what) -> float:
         raise ValueError(f"`{what}` is missing")
     if type(v) not in SCALARS:
         raise ValueError(f"`{what}` is not a single value: a JSON {json_kind(v)}")
+    if type(v) is str and not_ascii(v):
+        raise ValueError(f"`{what}` is not a number: {shown(v)}; write it with the digits 0-9")
     try:
         f = float(v)
     except (TypeError, ValueError, OverflowError):

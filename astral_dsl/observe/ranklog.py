@@ -163,7 +163,7 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
         start = floats_of(cols["start_s"])
         dur = floats_of(cols["duration_s"])
         peers = cols.get("peer") or [None] * n
-        peer = np.asarray([-1 if v in (None, "") else v for v in peers], dtype=np.float64)
+        peer = floats_of([-1 if v in (None, "") else v for v in peers])
     except (ValueError, TypeError):
         return None
     if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()

@@ -1,7 +1,10 @@
 """`--set NAME=VALUE`: override a top-level parameter of the entry file from outside.
 
 The value is a literal (`8`, `50 kW`, `true`, `"x"`); a bare number takes the unit of the
-parameter's default, so `--set rack_limit=50` means 50 kW when the default is `45 kW`."""
+parameter's default, so `--set rack_limit=50` means 50 kW when the default is `45 kW`. A bare
+number of at most 1 for a parameter in a ratio's unit (`97 %`, `5 ppm`) is refused (E310):
+`--set ups_eff=0.97` would be 0.97 %, a fraction read as a percent; the unit written says
+which is meant (`97 %`, `1 %`)."""
 from __future__ import annotations
 
 import math
@@ -14,7 +17,7 @@ from astral_dsl.semantics.scope import ModuleScope, ParamSymbol
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_expression
 from astral_dsl.syntax.source import Source
-from astral_dsl.units import Quantity, parse_unit
+from astral_dsl.units import Quantity, format_number, parse_unit
 from astral_dsl.units.table import UnitSpecError
 
 _LITERALS = (ast.Number, ast.QuantityLit, ast.String, ast.Bool)
@@ -99,10 +102,7 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
             raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
                                              f"{excerpt(repr(given))} is not a finite number",
                                              None))
-        default = symbol.node.default
-        if isinstance(default, ast.QuantityLit):         # a bare number takes the default's unit
-            return _quantity(number, default.unit)
-        return Quantity(number)
+        return _bare(number, symbol, where)
     if isinstance(given, Quantity):
         if not math.isfinite(given.si):
             raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
@@ -137,12 +137,32 @@ def _literal(text: str, symbol: ParamSymbol, where: str):
     if isinstance(expr, ast.Bool):
         return expr.value
     sign = -1.0 if negative else 1.0
-    default = symbol.node.default
     if isinstance(expr, ast.Number):
-        if isinstance(default, ast.QuantityLit):
-            return _quantity(sign * expr.value, default.unit)
-        return Quantity(sign * expr.value)
+        return _bare(sign * expr.value, symbol, where)
     return _quantity(sign * expr.value, expr.unit)
+
+
+def _bare(number: float, symbol: ParamSymbol, where: str) -> Quantity:
+    """A number given without a unit: in the unit of the parameter's default. In a ratio's unit
+    (`%`, `ppm`), one of at most 1 (but 0) is a fraction as often as a percent: refused, with
+    the forms that say which."""
+    default = symbol.node.default
+    if not isinstance(default, ast.QuantityLit):
+        return Quantity(number)
+    value = _quantity(number, default.unit)
+    unit = parse_unit(default.unit)
+    if value.dimensionless and unit.scale < 1 and 0 < abs(number) <= 1:
+        name, said, u = symbol.node.name.name, format_number(number), default.unit
+        whole = format_number(round(number / float(unit.scale), 9))     # the fraction in `u`
+        raise DiagnosticError(Diagnostic(
+            "E310", Severity.ERROR,
+            f"the bare number {said} is ambiguous: in the unit of the default "
+            f"({show(_quantity(default.value, u))}) it is {said} {u}, as a fraction {whole} {u}",
+            None,
+            f"write the unit: --set '{name}={whole} {u}' (or --set {name}={whole}) for the "
+            f"fraction {said}, --set '{name}={said} {u}' for {said} {u} (from Python, "
+            f"with_params({name}=\"{whole} {u}\"))"))
+    return value
 
 
 def _quantity(value: float, unit: str) -> Quantity:

@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 
 
 from astral_dsl import records
+from astral_dsl.diagnose.clocks import MAX_DRIFT
 
 KINDS = ("gpu", "nic_port", "tor", "agg", "uplink", "nvlink", "link_flap", "fast")
 
@@ -38,6 +39,13 @@ class Fault:
         return doc
 
 
+# the most a drill draws a host's clock drift from, either way: `astral diagnose` sets aside a
+# host whose drift is beyond MAX_DRIFT (500 ppm, NTP's frequency tolerance) from its set's
+# median, and two hosts drawn in +-D differ by up to 2 D, so a healthy clock drawn past half of
+# it could be set aside as a bad one (E789: --drift 490 --seed 4 on a 16-host job)
+MAX_DRAWN_DRIFT = MAX_DRIFT / 2
+
+
 @records.frozen
 class Noise:
     """Realistic variation (defaults: a few percent, as measured kernel-to-kernel on busy
@@ -48,7 +56,8 @@ class Noise:
     gpu_spread: float = 0.01     # per-GPU static speed spread
     clock: float = 0.02          # per-host clock offset: uniform in +-clock seconds
     drift: float = 0.0           # per-host clock drift: uniform in +-drift (1e-5: 10 ppm; a
-    #                              free-running quartz clock drifts tens of ppm)
+    #                              free-running quartz clock drifts tens of ppm), at most
+    #                              MAX_DRAWN_DRIFT
 
 
-__all__ = ["Fault", "KINDS", "Noise"]
+__all__ = ["Fault", "KINDS", "MAX_DRAWN_DRIFT", "Noise"]

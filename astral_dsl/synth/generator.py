@@ -30,7 +30,7 @@ from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.seer.schedule import async_sends
 from astral_dsl.synth import context, experts, overlap, sharded
-from astral_dsl.synth.faults import Fault, Noise
+from astral_dsl.synth.faults import MAX_DRAWN_DRIFT, Fault, Noise
 from astral_dsl.synth.network import MAX_FLAPS, Net
 
 EPOCH = 1.7e9           # the hosts' clocks read Unix time (seconds)
@@ -98,6 +98,15 @@ class _Emit:
         return [np.concatenate(c) for c in cols]
 
 
+def drift_refused(ppm: float) -> str:
+    """Why a drill does not draw clocks drifting up to `ppm` (beyond MAX_DRAWN_DRIFT)."""
+    most, tolerated = MAX_DRAWN_DRIFT * 1e6, 2 * MAX_DRAWN_DRIFT * 1e6
+    return (f"a drift of {ppm:g} ppm: a drill draws each host's in +-{ppm:g} ppm, so two hosts "
+            f"differ by up to {2 * ppm:g} ppm, and diagnose sets aside a clock beyond "
+            f"{tolerated:g} ppm from its set's median drift (NTP's frequency tolerance) as a bad "
+            f"one (E789); at most {most:g} ppm, so that a healthy drill reads healthy")
+
+
 def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise = Noise(),
              iterations: int = 3, seed: int = 0, first_iteration: int = 100) -> Synthetic:
     """Simulate `iterations` iterations of the forecast job `fc` on the ranks of `rank_map`."""
@@ -107,6 +116,8 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     world = P * D * C * T
     if rank_map.world != world:
         raise SynthError(f"the rank map has {rank_map.world} ranks, the job {world}")
+    if not 0 <= noise.drift <= MAX_DRAWN_DRIFT:
+        raise SynthError(drift_refused(noise.drift * 1e6))
     # each stage's grid: the DP x CP group (Megatron-Core's DATA_PARALLEL_GROUP_WITH_CP, over
     # which the gradients are reduced and ZeRO-3 shards the dense weights) along axis 0, TP
     # along axis 1

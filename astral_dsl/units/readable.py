@@ -148,3 +148,9 @@ def percents_apart(value: float, limit: float, digits: int = 2) -> Tuple[str, st
     """Two ratios as percents (`0.6446 %` against `0.64 %`), never printed equal when they
     differ."""
     return apart(value, limit, lambda x, d: f"{grouped(x * 100, d)} %", digits)
+
+
+def percent(fraction: float) -> str:
+    """A share as the language writes it, a space before the sign: 0.25 -> "25 %",
+    0.125 -> "12.5 %"."""
+    return f"{format_number(round(fraction * 100, 6))} %"

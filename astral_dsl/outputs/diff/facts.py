@@ -23,7 +23,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Bundle, Group, ListValue, show
-from astral_dsl.units import Quantity
+from astral_dsl.units import Quantity, format_number
 
 # size-summary scalars that count equipment; every other scalar is power or cooling
 COUNT_KEYS = ("gpus", "hosts", "racks", "switches", "cdus", "feeders", "rectifier_modules")
@@ -100,13 +100,27 @@ def is_count(key: str) -> bool:
 
 def shown(v) -> str:
     """A value as the source states it: a replication by its templates (`4 x Node`), an
-    instance by its template, everything else as the model shows it."""
+    instance by its template, a quantity to the digits the diff's figures have (`rounded`),
+    everything else as the model shows it."""
+    if isinstance(v, Quantity) and v.unit:
+        return f"{rounded(v.magnitude)} {v.unit}"
+    if isinstance(v, Quantity):
+        return rounded(v.si)
     if isinstance(v, Group):
         return " + ".join(f"{r.count:,} x " + (f"[{shown(r.item)}]" if isinstance(r.item, Group)
                                                else _template(r.item)) for r in v.runs)
     if isinstance(v, Instance):
         return _template(v)
     return show(v)
+
+
+def rounded(x: float) -> str:
+    """A number as the diff prints its figures: 6 significant digits below 1,000, one decimal
+    from there (a computed `9.848256457 kW`, a transformer's losses from its rating, is
+    `9.84826 kW`); a whole number or one written with fewer digits as it is."""
+    if x != x or abs(x) >= 1e15 or x == int(x):
+        return format_number(x)
+    return format_number(float(f"{x:.6g}") if abs(x) < 1000 else round(x, 1))
 
 
 def _template(inst) -> str:

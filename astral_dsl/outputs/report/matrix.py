@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.outputs.feeder_load import failover_share_w, loading
+from astral_dsl.units import readable
 
 FAMILIES = ("network", "power", "cooling", "jobs", "checks")
 FAMILY_TITLES = {"network": "network", "power": "power", "cooling": "cooling", "jobs": "jobs",
@@ -196,7 +197,7 @@ def matrix(review) -> Tuple[Row, ...]:
             # a part the failure analysis rejected (E214, E219) fails nothing
             out_of_service = tuple(
                 f"out of service: {f.display}" if f.fraction is None else
-                f"out of service: {f.fraction:.0%} of {f.display}"
+                f"out of service: {readable.percent(f.fraction)} of {f.display}"
                 for f in o.applied.fabric_failed)
         families = list(FAMILIES) + (["other"] if by_family.get("other") else [])
         cells = []
