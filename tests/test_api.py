@@ -13,6 +13,7 @@ import pytest
 from clirun import astral
 
 import astral_dsl
+from astral_dsl.seer.calibration import shipped_document
 from astral_dsl.units import Quantity
 
 REPO = Path(__file__).resolve().parents[1]
@@ -190,15 +191,19 @@ def test_forecast_says_how_far_to_trust_it(tmp_path):
     that precision's regime and band."""
     fc = astral_dsl.forecast(REPO / "examples" / "single_pod.astral")
     # H100 bf16 Megatron-LM: each part calibrated, never together: outside, with the shipped
-    # fit's every-run band (-0.1055/+0.1214, fit.json) twice as wide
+    # fit's every-run band (fit.json `bands["*"]`, -0.1119/+0.1246) twice as wide
+    bands = shipped_document()["bands"]
     assert fc.envelope == fc.detail.envelope() and not fc.envelope.inside
-    assert fc.envelope.band == pytest.approx((-0.2110, 0.2428), abs=1e-12)
+    assert fc.envelope.band == pytest.approx((2 * bands["*"]["low"], 2 * bands["*"]["high"]),
+                                             abs=1e-12)
     assert [d.code for d in fc.diagnostics] == ["W753"]
     fp8 = astral_dsl.forecast(REPO / "examples" / "single_pod.astral", dtype="fp8",
                               fp8_recipe="current")
-    # H100/FP8/flash/dense/megatron: 13 runs, its own band (fit.json: -0.0727/+0.0768)
+    # H100/FP8/flash/dense/megatron: 13 runs, its own band (fit.json: -0.0691/+0.0762)
     assert fp8.envelope.inside and fp8.envelope.basis == "H100/FP8/flash/dense/megatron"
-    assert fp8.envelope.band == (-0.0727, 0.0768) and fp8.envelope.rows == 13
+    own = bands["H100/FP8/flash/dense/megatron"]
+    assert fp8.envelope.band == (own["low"], own["high"])
+    assert fp8.envelope.rows == own["rows"] == 13
 
 
 def test_forecast_error_states_its_reason():

@@ -15,7 +15,7 @@ measures no band: `outside` says "too few runs"); otherwise `outside` names each
 together, and
 the band is the widest checked one (every run's) widened OUTSIDE_WIDEN times: a documented
 default, not a measurement. Never narrower than the shipped fit's (documented_outside(),
--21/+24 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
+-22/+25 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
 the shipped fit does, not more, so its outside band is the wider of its own and the shipped
 one at each end; a calibration without bands takes DEFAULT_BAND (-25/+25 %) the same way,
 the wider of it and the shipped one at each end (-25/+25 %: the shipped is narrower).
@@ -76,7 +76,7 @@ class Envelope:
         return band_text(self.band)
 
     def brief(self) -> str:
-        """The band, and that it is a default when outside: "-21/+24 % (outside the calibrated
+        """The band, and that it is a default when outside: "-22/+25 % (outside the calibrated
         envelope)" (where a forecast's time is shown without W753 beside it)."""
         return self.text() + ("" if self.inside else " (outside the calibrated envelope)") + (
             f" (not the {self.measured:,} operator-table row(s)' operators)" if self.measured
@@ -93,7 +93,7 @@ class Envelope:
 def marked(cal: dict) -> str:
     """A band (Envelope.as_json()'s `calibration`) as a table cell: "-4/+7 %", with " *" when
     outside the calibrated envelope (W753) and " ^" when extrapolated beyond the calibration
-    runs (W759): "-21/+24 % *^"."""
+    runs (W759): "-22/+25 % *^"."""
     mark = ("" if cal["inside"] else "*") + ("^" if cal.get("extrapolated") else "")
     return band_text(cal["band"]) + (" " + mark if mark else "")
 
@@ -169,7 +169,7 @@ def _wider(a: Tuple[float, float], b: Tuple[float, float]) -> Tuple[float, float
 
 def documented_outside() -> Tuple[float, float]:
     """The band of a forecast outside the shipped fit's envelope (docs/seer.md, "How far to
-    trust a forecast": every run's band twice as wide, -21/+24 %), DEFAULT_BAND before any fit
+    trust a forecast": every run's band twice as wide, -22/+25 %), DEFAULT_BAND before any fit
     exists. No calibration gives a regime it never checked a narrower band than this."""
     from astral_dsl.seer.calibration import shipped
 

@@ -121,7 +121,7 @@ def _cdu_share(eng) -> Optional[float]:
 
 
 def _band(base, fc) -> str:
-    """How far to trust a job's times, baseline and scenario: ", band -21/+24 % (outside the
+    """How far to trust a job's times, baseline and scenario: ", band -22/+25 % (outside the
     calibrated envelope)", or both bands when the scenario moves the job to another regime."""
     bands = list(dict.fromkeys(f.envelope().brief() for f in (base, fc) if f is not None))
     return f", band {' -> '.join(bands)}" if bands else ""
