@@ -73,10 +73,12 @@ def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Option
     return out
 
 
-def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> Dict[int, float]:
+def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys,
+              told=None, what: str = "configuration") -> Dict[int, float]:
     """row -> its error (forecast / published - 1) with the constants refitted without the rows
     that share its key (`keys[i]`: a group or a set), by one Gauss-Newton step within the
-    constants' bounds (module docstring)."""
+    constants' bounds (module docstring); a row whose key is None is not left out (and not in
+    the result). `told(what)`: told which `what` is left out (a progress line)."""
     import numpy as np
     from scipy.optimize import lsq_linear
 
@@ -88,8 +90,11 @@ def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> 
     Jr, Jp = J[:n] * w[:, None], J[n:]
     out: Dict[int, float] = {}
     groups = grouped(keys)
+    groups.pop(None, None)
     with collector_paused():
-        for key in sorted(groups, key=str):
+        for g, key in enumerate(sorted(groups, key=str)):
+            if told is not None:
+                told(f"leaving out {what} {g + 1:,} of {len(groups):,}")
             idx = groups[key]
             keep = np.ones(n, dtype=bool)
             keep[idx] = False
@@ -111,17 +116,21 @@ def grouped(keys) -> Dict[object, List[int]]:
 
 
 def leave_out_exact(rows: List[FitRow], free: Sequence[Constant], keys,
-                    max_iter: int) -> Dict[int, float]:
+                    max_iter: int, step=None) -> Dict[int, float]:
     """row -> its error with the constants refitted from scratch without the rows that share
     its key (fit.fit), forecast as `astral runs --calibration` forecasts it (its rule's choices
-    made with those constants)."""
+    made with those constants). `step(what)`: told what is being done (a progress line)."""
     from astral_dsl.runs.evaluate import evaluate_one
 
     out: Dict[int, float] = {}
-    for key, idx in sorted(grouped(keys).items(), key=lambda kv: str(kv[0])):
+    groups = sorted(grouped(keys).items(), key=lambda kv: str(kv[0]))
+    for g, (key, idx) in enumerate(groups):
+        told = None if step is None else (
+            lambda what, g=g: step(f"leaving out configuration {g + 1:,} of {len(groups):,}: "
+                                   + what))
         drop = set(idx)
         cal = fit([row for i, row in enumerate(rows) if i not in drop], free,
-                  max_iter=max_iter)[0]
+                  max_iter=max_iter, step=told)[0]
         for i in idx:
             out[i] = evaluate_one(rows[i].prepared, cal).error
     return out
@@ -276,11 +285,15 @@ def beyond_summary(beyond: List[List[str]], logo: Dict[int, float]) -> dict:
 
 
 def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] = (),
-              free: Sequence[Constant] = CONSTANTS, max_iter: int = 40, systems=None):
+              free: Sequence[Constant] = CONSTANTS, max_iter: int = 40, systems=None,
+              step=None):
     """Fit on every usable row of `tables` ((name, table) pairs) and measure: leave one group
     out for every row, and leave one source out (the rows of one `source_version`, e.g. one
     paper) for the tables named in `by_source`. Returns (document, Calibration, rows, every
-    prepared row). `systems`: a user's own (runs/systems.py, `--gpu-file`)."""
+    prepared row). `systems`: a user's own (runs/systems.py, `--gpu-file`). `step(what)`: told
+    what is being done (a progress line)."""
+    if step is not None:
+        step("reading the runs")
     rows, every = rows_of(tables, systems)
     if not rows:        # say why, row by row (the first few): the command stops here
         why = [f"{p.row.id} (line {p.row.line}) "
@@ -300,15 +313,15 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
         raise ValueError(f"--by-source {only[0]}: its source `{only[1]}` is every usable run, "
                          "and leaving it out leaves none to fit (give a table of several "
                          "sources, or fit it beside other tables)")
-    cal, prob, J, r = fit(rows, free, max_iter=max_iter)
+    cal, prob, J, r = fit(rows, free, max_iter=max_iter, step=step)
     exact = groups * len(rows) <= EXACT_ROW_FITS
-    logo = (leave_out_exact(rows, free, keys, max_iter) if exact
-            else leave_out(prob, cal, J, r, keys))
+    logo = (leave_out_exact(rows, free, keys, max_iter, step) if exact
+            else leave_out(prob, cal, J, r, keys, step))
     by_set: Dict[str, Dict[int, float]] = {}
     if by_source:
         keys = [(row.table, row.prepared.row.source_version) if row.table in by_source
-                else ("kept", i) for i, row in enumerate(rows)]
-        lso = leave_out(prob, cal, J, r, keys)
+                else None for row in rows]
+        lso = leave_out(prob, cal, J, r, keys, step, "source")
         for i, row in enumerate(rows):
             if row.table in by_source:
                 by_set.setdefault(row.table + ": " + row.prepared.row.source_version, {})[i] = \
