@@ -6,16 +6,12 @@ the fit is the one it was when each row was forecast on its own. `astral calibra
 here, not timed. And a long `astral calibrate` says what it is doing on a terminal."""
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from astral_dsl.runs import configs, fit as F
 from astral_dsl.runs.table import parse_table
 
 from test_runs import _csv, _row
-
-forecast = importlib.import_module("astral_dsl.seer.forecast")
 
 BASE = ("n1_7b", "n7_5b", "n39_1b")
 FIGURES = ("tokens_per_s_per_gpu", "step_time_s", "model_tflops_per_gpu")
@@ -40,16 +36,9 @@ def _rows(repeats: int, figures=None):
 @pytest.fixture
 def counted(monkeypatch):
     """Every forecast the fit makes: Seer's iteration() and run() (the rule's choices)."""
-    calls = {"iteration": 0, "run": 0}
-    for name in calls:
-        real = getattr(forecast, name)
+    from benchmarks.bench_calibrate import counting
 
-        def wrapped(*args, _real=real, _name=name, **kw):
-            calls[_name] += 1
-            return _real(*args, **kw)
-
-        monkeypatch.setattr(forecast, name, wrapped)
-    return calls
+    return counting(monkeypatch.setattr)
 
 
 def _work(rows):

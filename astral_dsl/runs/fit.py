@@ -11,7 +11,8 @@ near the centre of that
 range. It starts from the prior centres (never from a shipped fit, so that a refit does not
 depend on the last one) and runs a bounded Levenberg-Marquardt with a Jacobian by
 forward differences, re-forecasting for each constant only the rows it moves (`depends`),
-refreshed every few steps and updated by Broyden's rule in between (_solve). The
+refreshed every few steps and updated by Broyden's rule in between (_solve); rows that state one
+configuration share its forecasts (configs.py). The
 runtime choices Seer's rule makes for a row (micro-batch, virtual stages, recomputation,
 offloading) are made once with the starting constants and held during the fit, then made again
 with the fitted ones; if any changes, the fit runs once more from where it stopped.
