@@ -184,8 +184,7 @@ def repeats(rows: List[FitRow], logo: Dict[int, float], forecast: Dict[int, floa
         sets.setdefault((row.group, row.metric, float(f"{forecast[i]:.9g}")), []).append(i)
     spread_sum, logo_sum, n, configs = 0.0, 0.0, 0, 0
     for idx in (v for _, v in sorted(sets.items(), key=lambda kv: str(kv[0])) if len(v) > 1):
-        values = [rows[i].value for i in idx]
-        spread_sum += min(sum(abs(c / v - 1.0) for v in values) for c in values)
+        spread_sum += least_spread([rows[i].value for i in idx])
         logo_sum += sum(abs(logo[i]) for i in idx)
         n, configs = n + len(idx), configs + 1
     if not configs:
@@ -194,6 +193,21 @@ def repeats(rows: List[FitRow], logo: Dict[int, float], forecast: Dict[int, floa
             "spread_mean_pct": round(100 * spread_sum / n, 2),
             "left_out_mean_pct": round(100 * logo_sum / n, 2),
             "overall_floor_pct": round(100 * spread_sum / len(rows), 2)}
+
+
+def least_spread(values: Sequence[float]) -> float:
+    """The least over c among `values` (> 0) of sum |c / v - 1| over them (repeats). The sum is
+    convex and piecewise linear in c, its slope sum(1 / v, v < c) - sum(1 / v, v > c): it is
+    least at the median of the values weighted 1 / v, and the sums at the few values around it
+    are compared, not every value's (n^2 for a run given n times: a table may hold 100,000)."""
+    order = sorted(values)
+    weights = [1.0 / v for v in order]
+    half, acc, m = sum(weights) / 2, 0.0, 0
+    for m, w in enumerate(weights):
+        acc += w
+        if acc >= half:
+            break
+    return min(sum(abs(c / v - 1.0) for v in values) for c in order[max(0, m - 2):m + 3])
 
 
 def digest(text: str) -> str:
@@ -260,15 +274,28 @@ def _num(x):
 def beyond_left_out(points, keys) -> List[List[str]]:
     """Per row, the dimensions (seer/checked.py) in which it lies outside the ranges of the
     runs of the other groups: where its left-out forecast, fitted without its group, was an
-    extrapolation."""
-    groups = grouped(keys)
+    extrapolation. The other groups' ranges are merged from each group's own, those before it
+    and those after it (not the other rows' points read again for every group: groups x rows)."""
+    groups = list(grouped(keys).values())
+    own = [checked.ranges(points[i] for i in idx) for idx in groups]
+    before, after = [{}], [{}]
+    for r in own[:-1]:
+        before.append(_merged(before[-1], r))
+    for r in reversed(own[1:]):
+        after.append(_merged(after[-1], r))
+    after.reverse()
     out: List[List[str]] = [[] for _ in points]
-    for idx in groups.values():
-        drop = set(idx)
-        others = checked.ranges(p for i, p in enumerate(points) if i not in drop)
+    for g, idx in enumerate(groups):
+        others = _merged(before[g], after[g])
         for i in idx:
             out[i] = [b.field for b in checked.beyond(points[i], others)]
     return out
+
+
+def _merged(*ranges) -> dict:
+    """The ranges (checked.ranges) that hold all of `ranges`."""
+    return checked.ranges(p for r in ranges for p in ({k: lo for k, (lo, _) in r.items()},
+                                                      {k: hi for k, (_, hi) in r.items()}))
 
 
 def beyond_summary(beyond: List[List[str]], logo: Dict[int, float]) -> dict:
