@@ -94,11 +94,14 @@ def run(args, overrides) -> int:
     tables, failed = read_tables(args, args.tables, json_out)
     if failed is not None:
         return failed
+    from astral_dsl.outputs.progress import Progress
     from astral_dsl.runs.accuracy import calibrate
 
     try:
-        doc, _, _, every = calibrate(tables, by_source=tuple(args.by_source),
-                                     max_iter=args.max_iterations, systems=systems)
+        with Progress("astral calibrate") as progress:
+            doc, _, _, every = calibrate(tables, by_source=tuple(args.by_source),
+                                         max_iter=args.max_iterations, systems=systems,
+                                         step=progress.step)
     except ValueError as exc:            # no usable row: the rows rejected may be why
         said = _said(diags, tables)
         if not json_out:

@@ -1,8 +1,8 @@
 """A sign of life on standard error for work that takes a while (`astral report`, `check
---margins`, `diagnose`): when the work is still running after DELAY seconds (2 s by default,
-`$ASTRAL_PROGRESS_DELAY`), and only when standard error is a terminal, one line says what is
-being done and for how long, rewritten in place each second and erased when the work ends. A
-pipe, a file or CI's log gets nothing, so outputs stay the same byte for byte.
+--margins`, `diagnose`, `calibrate`): when the work is still running after DELAY seconds (2 s
+by default, `$ASTRAL_PROGRESS_DELAY`), and only when standard error is a terminal, one line
+says what is being done and for how long, rewritten in place each second and erased when the
+work ends. A pipe, a file or CI's log gets nothing, so outputs stay the same byte for byte.
 
     with Progress("astral report") as progress:
         progress.step("checking the design")

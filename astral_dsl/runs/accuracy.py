@@ -73,10 +73,12 @@ def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Option
     return out
 
 
-def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> Dict[int, float]:
+def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys,
+              told=None, what: str = "configuration") -> Dict[int, float]:
     """row -> its error (forecast / published - 1) with the constants refitted without the rows
     that share its key (`keys[i]`: a group or a set), by one Gauss-Newton step within the
-    constants' bounds (module docstring)."""
+    constants' bounds (module docstring); a row whose key is None is not left out (and not in
+    the result). `told(what)`: told which `what` is left out (a progress line)."""
     import numpy as np
     from scipy.optimize import lsq_linear
 
@@ -88,8 +90,11 @@ def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> 
     Jr, Jp = J[:n] * w[:, None], J[n:]
     out: Dict[int, float] = {}
     groups = grouped(keys)
+    groups.pop(None, None)
     with collector_paused():
-        for key in sorted(groups, key=str):
+        for g, key in enumerate(sorted(groups, key=str)):
+            if told is not None:
+                told(f"leaving out {what} {g + 1:,} of {len(groups):,}")
             idx = groups[key]
             keep = np.ones(n, dtype=bool)
             keep[idx] = False
@@ -111,17 +116,21 @@ def grouped(keys) -> Dict[object, List[int]]:
 
 
 def leave_out_exact(rows: List[FitRow], free: Sequence[Constant], keys,
-                    max_iter: int) -> Dict[int, float]:
+                    max_iter: int, step=None) -> Dict[int, float]:
     """row -> its error with the constants refitted from scratch without the rows that share
     its key (fit.fit), forecast as `astral runs --calibration` forecasts it (its rule's choices
-    made with those constants)."""
+    made with those constants). `step(what)`: told what is being done (a progress line)."""
     from astral_dsl.runs.evaluate import evaluate_one
 
     out: Dict[int, float] = {}
-    for key, idx in sorted(grouped(keys).items(), key=lambda kv: str(kv[0])):
+    groups = sorted(grouped(keys).items(), key=lambda kv: str(kv[0]))
+    for g, (key, idx) in enumerate(groups):
+        told = None if step is None else (
+            lambda what, g=g: step(f"leaving out configuration {g + 1:,} of {len(groups):,}: "
+                                   + what))
         drop = set(idx)
         cal = fit([row for i, row in enumerate(rows) if i not in drop], free,
-                  max_iter=max_iter)[0]
+                  max_iter=max_iter, step=told)[0]
         for i in idx:
             out[i] = evaluate_one(rows[i].prepared, cal).error
     return out
@@ -175,8 +184,7 @@ def repeats(rows: List[FitRow], logo: Dict[int, float], forecast: Dict[int, floa
         sets.setdefault((row.group, row.metric, float(f"{forecast[i]:.9g}")), []).append(i)
     spread_sum, logo_sum, n, configs = 0.0, 0.0, 0, 0
     for idx in (v for _, v in sorted(sets.items(), key=lambda kv: str(kv[0])) if len(v) > 1):
-        values = [rows[i].value for i in idx]
-        spread_sum += min(sum(abs(c / v - 1.0) for v in values) for c in values)
+        spread_sum += least_spread([rows[i].value for i in idx])
         logo_sum += sum(abs(logo[i]) for i in idx)
         n, configs = n + len(idx), configs + 1
     if not configs:
@@ -185,6 +193,21 @@ def repeats(rows: List[FitRow], logo: Dict[int, float], forecast: Dict[int, floa
             "spread_mean_pct": round(100 * spread_sum / n, 2),
             "left_out_mean_pct": round(100 * logo_sum / n, 2),
             "overall_floor_pct": round(100 * spread_sum / len(rows), 2)}
+
+
+def least_spread(values: Sequence[float]) -> float:
+    """The least over c among `values` (> 0) of sum |c / v - 1| over them (repeats). The sum is
+    convex and piecewise linear in c, its slope sum(1 / v, v < c) - sum(1 / v, v > c): it is
+    least at the median of the values weighted 1 / v, and the sums at the few values around it
+    are compared, not every value's (n^2 for a run given n times: a table may hold 100,000)."""
+    order = sorted(values)
+    weights = [1.0 / v for v in order]
+    half, acc, m = sum(weights) / 2, 0.0, 0
+    for m, w in enumerate(weights):
+        acc += w
+        if acc >= half:
+            break
+    return min(sum(abs(c / v - 1.0) for v in values) for c in order[max(0, m - 2):m + 3])
 
 
 def digest(text: str) -> str:
@@ -251,15 +274,28 @@ def _num(x):
 def beyond_left_out(points, keys) -> List[List[str]]:
     """Per row, the dimensions (seer/checked.py) in which it lies outside the ranges of the
     runs of the other groups: where its left-out forecast, fitted without its group, was an
-    extrapolation."""
-    groups = grouped(keys)
+    extrapolation. The other groups' ranges are merged from each group's own, those before it
+    and those after it (not the other rows' points read again for every group: groups x rows)."""
+    groups = list(grouped(keys).values())
+    own = [checked.ranges(points[i] for i in idx) for idx in groups]
+    before, after = [{}], [{}]
+    for r in own[:-1]:
+        before.append(_merged(before[-1], r))
+    for r in reversed(own[1:]):
+        after.append(_merged(after[-1], r))
+    after.reverse()
     out: List[List[str]] = [[] for _ in points]
-    for idx in groups.values():
-        drop = set(idx)
-        others = checked.ranges(p for i, p in enumerate(points) if i not in drop)
+    for g, idx in enumerate(groups):
+        others = _merged(before[g], after[g])
         for i in idx:
             out[i] = [b.field for b in checked.beyond(points[i], others)]
     return out
+
+
+def _merged(*ranges) -> dict:
+    """The ranges (checked.ranges) that hold all of `ranges`."""
+    return checked.ranges(p for r in ranges for p in ({k: lo for k, (lo, _) in r.items()},
+                                                      {k: hi for k, (_, hi) in r.items()}))
 
 
 def beyond_summary(beyond: List[List[str]], logo: Dict[int, float]) -> dict:
@@ -276,11 +312,15 @@ def beyond_summary(beyond: List[List[str]], logo: Dict[int, float]) -> dict:
 
 
 def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] = (),
-              free: Sequence[Constant] = CONSTANTS, max_iter: int = 40, systems=None):
+              free: Sequence[Constant] = CONSTANTS, max_iter: int = 40, systems=None,
+              step=None):
     """Fit on every usable row of `tables` ((name, table) pairs) and measure: leave one group
     out for every row, and leave one source out (the rows of one `source_version`, e.g. one
     paper) for the tables named in `by_source`. Returns (document, Calibration, rows, every
-    prepared row). `systems`: a user's own (runs/systems.py, `--gpu-file`)."""
+    prepared row). `systems`: a user's own (runs/systems.py, `--gpu-file`). `step(what)`: told
+    what is being done (a progress line)."""
+    if step is not None:
+        step("reading the runs")
     rows, every = rows_of(tables, systems)
     if not rows:        # say why, row by row (the first few): the command stops here
         why = [f"{p.row.id} (line {p.row.line}) "
@@ -300,15 +340,15 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
         raise ValueError(f"--by-source {only[0]}: its source `{only[1]}` is every usable run, "
                          "and leaving it out leaves none to fit (give a table of several "
                          "sources, or fit it beside other tables)")
-    cal, prob, J, r = fit(rows, free, max_iter=max_iter)
+    cal, prob, J, r = fit(rows, free, max_iter=max_iter, step=step)
     exact = groups * len(rows) <= EXACT_ROW_FITS
-    logo = (leave_out_exact(rows, free, keys, max_iter) if exact
-            else leave_out(prob, cal, J, r, keys))
+    logo = (leave_out_exact(rows, free, keys, max_iter, step) if exact
+            else leave_out(prob, cal, J, r, keys, step))
     by_set: Dict[str, Dict[int, float]] = {}
     if by_source:
         keys = [(row.table, row.prepared.row.source_version) if row.table in by_source
-                else ("kept", i) for i, row in enumerate(rows)]
-        lso = leave_out(prob, cal, J, r, keys)
+                else None for row in rows]
+        lso = leave_out(prob, cal, J, r, keys, step, "source")
         for i, row in enumerate(rows):
             if row.table in by_source:
                 by_set.setdefault(row.table + ": " + row.prepared.row.source_version, {})[i] = \

@@ -11,7 +11,8 @@ near the centre of that
 range. It starts from the prior centres (never from a shipped fit, so that a refit does not
 depend on the last one) and runs a bounded Levenberg-Marquardt with a Jacobian by
 forward differences, re-forecasting for each constant only the rows it moves (`depends`),
-refreshed every few steps and updated by Broyden's rule in between (_solve). The
+refreshed every few steps and updated by Broyden's rule in between (_solve); rows that state one
+configuration share its forecasts (configs.py). The
 runtime choices Seer's rule makes for a row (micro-batch, virtual stages, recomputation,
 offloading) are made once with the starting constants and held during the fit, then made again
 with the fitted ones; if any changes, the fit runs once more from where it stopped.
@@ -27,6 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl import records
 from astral_dsl.runs import score
+from astral_dsl.runs.configs import configurations, named
 from astral_dsl.runs.evaluate import Prepared, prepare
 from astral_dsl.runs.stacks import stated_settings
 from astral_dsl.runs.table import RunsTable
@@ -100,18 +102,26 @@ class Problem:
 
     def __init__(self, rows: List[FitRow], free: Sequence[Constant], base: Calibration):
         self.rows, self.free, self.base = rows, list(free), base
-        self.specs = [self._choose(r, base) for r in rows]
+        # row -> its configuration (stated), and each configuration's first row: the rows of
+        # one configuration share its forecasts, its rule's choices and its uses()
+        self.config, self.first = configurations(rows)
+        self.specs = self._chosen(base)
         self.depends: Optional[List[List[int]]] = None
         self.forecasts = 0
 
-    def _choose(self, r: FitRow, cal: Calibration):
+    def _chosen(self, cal: Calibration) -> list:
+        """Each row's job with the rule's choices made under `cal`: once per configuration,
+        under the row's own name."""
         from astral_dsl.seer.forecast import run
 
-        p = r.prepared
-        return run(p.spec, p.gpu, p.net, calibration=cal).job
+        jobs = []
+        for i in self.first:
+            p = self.rows[i].prepared
+            jobs.append(run(p.spec, p.gpu, p.net, calibration=cal).job)
+        return [named(jobs[k], r.prepared.spec.name) for r, k in zip(self.rows, self.config)]
 
     def rechoose(self, cal: Calibration) -> bool:
-        new = [self._choose(r, cal) for r in self.rows]
+        new = self._chosen(cal)
         changed = new != self.specs
         self.specs = new
         self.find_depends()
@@ -134,24 +144,33 @@ class Problem:
                 np.array([_x(c, c.bounds[1]) for c in self.free]))
 
     def residual(self, i: int, cal: Calibration) -> float:
-        from astral_dsl.seer.forecast import iteration
-
-        r = self.rows[i]
-        p = r.prepared
-        job, t = iteration(self.specs[i], p.gpu, p.net, calibration=cal)
-        self.forecasts += 1
-        f = score.forecast_metric(r.metric, p.row, job, t)
-        return math.log(f / r.value)
+        return self.residuals(cal, (i,))[i]
 
     def residuals(self, cal: Calibration, idx=None) -> Dict[int, float]:
-        return {i: self.residual(i, cal) for i in (range(len(self.rows)) if idx is None
-                                                   else idx)}
+        """Row -> its log error under `cal` (rows `idx`, default all), each configuration
+        among them forecast once."""
+        from astral_dsl.seer.forecast import iteration
+
+        out, forecast = {}, {}
+        for i in range(len(self.rows)) if idx is None else idx:
+            k = self.config[i]
+            if k not in forecast:
+                first = self.rows[self.first[k]].prepared
+                forecast[k] = iteration(self.specs[self.first[k]], first.gpu, first.net,
+                                        calibration=cal)
+                self.forecasts += 1
+            r = self.rows[i]
+            job, t = forecast[k]
+            out[i] = math.log(score.forecast_metric(r.metric, r.prepared.row, job, t) / r.value)
+        return out
 
     def find_depends(self, x=None) -> None:
         """For each free constant, the rows whose forecast it can move (uses(): a superset;
-        `unlisted` finds a row it moves that uses() leaves out: tests/accuracy/test_uses.py)."""
-        self.depends = [[i for i, spec in enumerate(self.specs)
-                         if uses(c.name, spec, self.rows[i].prepared.gpu)] for c in self.free]
+        `unlisted` finds a row it moves that uses() leaves out: tests/accuracy/test_uses.py),
+        asked once per configuration."""
+        used = [[uses(c.name, self.specs[i], self.rows[i].prepared.gpu) for i in self.first]
+                for c in self.free]
+        self.depends = [[i for i, k in enumerate(self.config) if row[k]] for row in used]
 
     def priors(self, x) -> List[float]:
         out = []
@@ -270,11 +289,12 @@ def robust(res):
     return LOSS_SCALE * u * q, 1.0 / (q * root)
 
 
-def _solve(prob: Problem, x0, max_iter: int, refresh: int):
+def _solve(prob: Problem, x0, max_iter: int, refresh: int, told=lambda what: None):
     """Bounded Levenberg-Marquardt on the rows' soft-L1 log errors (robust) and the priors, with
     the rows' Jacobian by forward differences at the start and every `refresh` iterations, and
     Broyden's rank-one updates from each step in between (a forecast per step instead of one per
-    constant); deterministic. Returns (x, row residuals at x)."""
+    constant); deterministic. Returns (x, row residuals at x). `told(what)`: told each
+    iteration (a progress line)."""
     import numpy as np
 
     n = len(prob.rows)
@@ -291,7 +311,9 @@ def _solve(prob: Problem, x0, max_iter: int, refresh: int):
     J = prob.jacobian(list(x), r)          # of the raw log errors (and the priors)
     lam, since = 1e-3, 0
     cost = float(f @ f)
-    for _ in range(max_iter):
+    what = f"fitting {n:,} runs ({len(prob.first):,} configurations), iteration"
+    for k in range(max_iter):
+        told(f"{what} {k + 1}")
         if since >= refresh:           # refreshed here, not after the last step: never unused
             J = prob.jacobian(list(x), r)
             since = 0
@@ -337,16 +359,17 @@ def collector_paused():
 
 
 def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
-        base: Optional[Calibration] = None, max_iter: int = 40, refresh: int = 8):
+        base: Optional[Calibration] = None, max_iter: int = 40, refresh: int = 8, step=None):
     """(the fitted Calibration, the Problem, the Jacobian of the rows at the fit, the rows'
-    log errors there)."""
+    log errors there). `step(what)`: told what is being done (a progress line)."""
     base = base or priors()
+    step = step or (lambda what: None)
     with collector_paused():
         prob = Problem(rows, free, base)
         x0 = prob.x(base)
         prob.find_depends()
         for _ in range(2):
-            x, _r = _solve(prob, x0, max_iter, refresh)
+            x, _r = _solve(prob, x0, max_iter, refresh, step)
             cal = _round(prob.calibration(list(x)), prob.free)
             if not prob.rechoose(cal):
                 break

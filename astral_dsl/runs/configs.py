@@ -1,0 +1,36 @@
+"""The configurations of a fit's rows (runs/fit.py): rows that state the same job on the same
+system are forecast alike under any constants, whatever their ids and published figures (a run
+published by several releases that Seer reads alike, or a table's repeated runs), so the fit
+forecasts, chooses and asks uses() once per configuration, and its cost grows with the
+configurations, not the rows."""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple
+
+import attrs
+
+
+def stated(p) -> Tuple:
+    """What a row's forecast under any constants depends on: its job as stated, but for the
+    job's name (`run_<row id>`, which only the validator's messages print), its GPU and its
+    network. Rows that state the same are one configuration to the fit (a run published by
+    several releases that Seer reads alike, or a table's repeated runs)."""
+    return attrs.evolve(p.spec, name=""), p.gpu, p.net
+
+
+def configurations(rows: Sequence) -> Tuple[List[int], List[int]]:
+    """(row -> the index of its configuration (`stated`), configuration -> its first row)."""
+    index: Dict[Tuple, int] = {}
+    config, first = [], []
+    for i, r in enumerate(rows):
+        k = index.setdefault(stated(r.prepared), len(index))
+        if k == len(first):
+            first.append(i)
+        config.append(k)
+    return config, first
+
+
+def named(job, name: str):
+    """`job` under `name` (a row's own: its configuration's job is forecast under the first
+    row's)."""
+    return job if job.name == name else attrs.evolve(job, name=name)
