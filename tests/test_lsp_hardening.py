@@ -534,6 +534,8 @@ def test_a_server_an_editor_ends_by_a_signal_exits_and_leaves_nothing_behind(tmp
         client.open(uri, SMALL)
         client.published(uri)                       # a worker of the fork server analysed it
         assert [p.name for p in temp.iterdir() if p.name.startswith("pymp-")]
+        workers = _descendants(client.proc.pid)     # the fork server and its workers
+        assert workers
         client.proc.send_signal(signum)
         assert client.proc.wait(WAIT) == 128 + signum
     finally:
@@ -541,3 +543,29 @@ def test_a_server_an_editor_ends_by_a_signal_exits_and_leaves_nothing_behind(tmp
             client.proc.kill()
             client.proc.wait()
     assert list(temp.iterdir()) == []
+    end = time.monotonic() + WAIT                  # none of them left running (a moment)
+    while [w for w in workers if _running(w)] and time.monotonic() < end:
+        time.sleep(0.05)
+    assert [w for w in workers if _running(w)] == []
+
+
+def _descendants(pid: int) -> list:
+    """The processes below `pid` (Linux's /proc/PID/task/TID/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for task in os.listdir(f"/proc/{p}/task"):
+            with open(f"/proc/{p}/task/{task}/children", encoding="ascii") as fh:
+                kids = [int(k) for k in fh.read().split()]
+            out += kids
+            todo += kids
+    return out
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie waiting for its parent does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
