@@ -143,3 +143,17 @@ def test_nor_over_a_module_the_design_imports(capsys, tmp_path):
     _refused(capsys, ["forecast", main, "--trace", lib], lib, named)
     _refused(capsys, ["diagnose", main, "--observed", log, "-o", lib], lib, named)
     _refused(capsys, ["check", main, "--write-baseline", lib], lib, named)
+
+
+def test_nor_over_the_file_a_link_of_an_observed_folder_leads_to(design, capsys, tmp_path):
+    # --observed DIR reads DIR/link.csv, a link to a log elsewhere: `-o DIR/link.csv` would
+    # write the diagnosis over that log (the folder was compared by where the link leads)
+    elsewhere, folder = tmp_path / "elsewhere", tmp_path / "run"
+    elsewhere.mkdir()
+    folder.mkdir()
+    log = elsewhere / "run.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s,peer,op\n0,1,forward,0,1,,\n",
+                   encoding="utf-8")
+    (folder / "link.csv").symlink_to(log)
+    _refused(capsys, ["diagnose", design, "--observed", folder, "-o", folder / "link.csv"], log,
+             f"a file of `{folder}`")
