@@ -175,12 +175,7 @@ def design_written_over(flag: str, output: Optional[str], ws) -> Optional[int]:
     """written_over for the files the design was compiled from, its imports among them (known
     once it is compiled): `astral report main.astral -o lib.astral`, with main.astral importing
     lib, replaced the module with the page."""
-    return written_over(flag, output, module_files(ws))
-
-
-def module_files(ws) -> List[str]:
-    """The files of the modules the workspace read (the design's file and its imports)."""
-    return sorted(str(m.path) for m in ws.modules.values() if m.path is not None)
+    return written_over(flag, output, ws.files())
 
 
 def plotted(path: str) -> str:
@@ -216,7 +211,7 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
             read: Optional[list] = None):
     """Compile, size when the design has unknowns, check (engineering, scenarios); the
     warnings the design's `allow`s (and `baseline`) accept are apart. `read`: a list to which
-    the files of the design's modules are added (module_files)."""
+    the files of the design's modules are added (Workspace.files)."""
     from astral_dsl import gcpause
     # api.compile and api.check are these two: the pipeline's and the workspace's, imported
     # without the rest of the API (its result types, its other commands), for start-up
@@ -227,7 +222,7 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
         workspace = Workspace.open(path, overrides)
         workspace.design           # compiled here, kept to the end like the syntax trees
         if read is not None:
-            read.extend(module_files(workspace))
+            read.extend(workspace.files())
         return workspace
 
     # the file's and its imports' syntax trees and the design compiled from them stay out of
