@@ -569,3 +569,32 @@ def _running(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+_CLOSING = """
+import os, signal, sys
+from astral_dsl.lsp import server as s
+built = s.build
+def build(*args, **kwargs):
+    srv = built(*args, **kwargs)
+    close = srv.checker.close
+    def closing():                        # the editor's SIGTERM while the workers are closed
+        os.kill(os.getpid(), signal.SIGTERM)
+        close()
+        open(sys.argv[1], "w").write("closed")
+    srv.checker.close = closing
+    return srv
+s.build = build
+sys.exit(s.serve())
+"""
+
+
+def test_a_signal_while_the_server_closes_lets_it_close(tmp_path):
+    """An editor sends `exit` and soon after SIGTERM: a SIGTERM arriving while the server closed
+    its workers raised SystemExit there, cutting the closing short (its workers and fork
+    server's directory left); it is noted, the closing ends, and the server exits with 143."""
+    mark = tmp_path / "closed"
+    proc = subprocess.run([sys.executable, "-c", _CLOSING, str(mark)], input=b"",
+                          capture_output=True, timeout=WAIT, cwd=tmp_path)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+    assert mark.read_text() == "closed"
