@@ -54,17 +54,52 @@ def read_regular(path, limit: int) -> bytes:
         os.close(fd)
 
 
-def created(name) -> int:
+def created(name, folder=None) -> int:
     """A descriptor of the file `name` for writing, created or emptied, never through a
     symbolic link: a file a command names itself inside an output folder (`astral synth -o
     DIR`'s traces, `astral export --netbox DIR`'s files), a folder someone else may have made
     beforehand (`/tmp/drill`, with `rank-0.json.gz` a link to the user's ~/.bashrc, which the
-    drill overwrote). OSError for a link, naming it."""
+    drill overwrote). With `folder` (the output folder, `name` inside it), the folders between
+    the two are made as needed and none is followed as a link either (`DIR/device-types` a
+    link to another folder had the device types written there). OSError for a link, naming
+    it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    if folder is None:
+        return _no_link(name, lambda: os.open(name, flags, 0o666))
+    parts = os.path.relpath(name, folder).split(os.sep)
+    if parts[0] in (os.curdir, os.pardir) or os.path.isabs(parts[0]):
+        raise ValueError(f"{name} is not inside {folder}")
+    at = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) |
+                 getattr(os, "O_CLOEXEC", 0))        # the folder the user named: followed
     try:
-        return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-                       | getattr(os, "O_CLOEXEC", 0), 0o666)
+        for i, part in enumerate(parts[:-1]):
+            where = os.path.join(folder, *parts[:i + 1])
+            try:
+                os.mkdir(part, 0o777, dir_fd=at)
+            except FileExistsError:
+                pass
+            inner = _no_link(where, lambda part=part, at=at: os.open(
+                part, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+                | getattr(os, "O_CLOEXEC", 0), dir_fd=at), at, part)
+            os.close(at)
+            at = inner
+        return _no_link(name, lambda: os.open(parts[-1], flags, 0o666, dir_fd=at), at,
+                        parts[-1])
+    finally:
+        os.close(at)
+
+
+def _no_link(name, opened, at=None, part=None) -> int:
+    """`opened()`, with the error of a symbolic link (ELOOP; ENOTDIR for a link where a folder
+    is opened) said as one."""
+    try:
+        return opened()
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        link = exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and part is not None and
+                                            stat.S_ISLNK(os.stat(part, dir_fd=at,
+                                                                 follow_symlinks=False).st_mode))
+        if link:
             raise OSError(exc.errno, f"`{name}` is a symbolic link: nothing is written through "
                                      f"one", str(name)) from None
         raise

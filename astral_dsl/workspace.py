@@ -130,6 +130,11 @@ class Workspace:
         over = self.loader.charge_data(real, len(data))
         return (name, None, over) if over is not None else (name, data, None)
 
+    def files(self) -> Tuple[str, ...]:
+        """The files of the modules read (the design's and its imports', the stdlib's too),
+        sorted: what an output must not be written over (outputs/overwrite.py)."""
+        return tuple(sorted(str(m.path) for m in self.modules.values() if m.path is not None))
+
     def sources(self) -> Tuple[Tuple[str, str], ...]:
         """(file name, text) of every module read, sorted by name."""
         return tuple(sorted({m.source.name: m.source.text for m in self.modules.values()

@@ -554,3 +554,15 @@ def test_missing_ranks_give_no_all_clear(small, schema, tmp_path):
     faulty.write_text("\n".join([rows[0]] + [r for r in rows[1:]
                                             if r.split(",")[0] not in ("3", "4")]) + "\n")
     assert _json(schema, str(SMALL), "--observed", str(faulty))[0] == 1
+
+
+def test_two_hosts_800_ppm_apart_are_not_aligned():
+    """The median drift of a set of two hosts is their mean: each read 400 ppm from it, within
+    NTP's 500, and two clocks 800 ppm apart were aligned. Of two hosts no median tells which is
+    wrong: the one with fewer records (not the fit's reference) is set aside, as before."""
+    true = np.linspace(0, 30, 7)
+    end = np.r_[true, true[:3], true + 8e-4 * true]      # host 0 reads three collectives twice
+    host = np.r_[np.zeros(10, dtype=int), np.ones(7, dtype=int)]
+    inst = np.r_[np.arange(7), np.arange(3), np.arange(7)]
+    fit = clocks.align(host, inst, end, 2)
+    assert fit.bad == (1,)          # (host 0, alone then, shares no collective to align)

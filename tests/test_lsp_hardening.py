@@ -534,6 +534,8 @@ def test_a_server_an_editor_ends_by_a_signal_exits_and_leaves_nothing_behind(tmp
         client.open(uri, SMALL)
         client.published(uri)                       # a worker of the fork server analysed it
         assert [p.name for p in temp.iterdir() if p.name.startswith("pymp-")]
+        workers = _descendants(client.proc.pid)     # the fork server and its workers
+        assert workers
         client.proc.send_signal(signum)
         assert client.proc.wait(WAIT) == 128 + signum
     finally:
@@ -541,3 +543,58 @@ def test_a_server_an_editor_ends_by_a_signal_exits_and_leaves_nothing_behind(tmp
             client.proc.kill()
             client.proc.wait()
     assert list(temp.iterdir()) == []
+    end = time.monotonic() + WAIT                  # none of them left running (a moment)
+    while [w for w in workers if _running(w)] and time.monotonic() < end:
+        time.sleep(0.05)
+    assert [w for w in workers if _running(w)] == []
+
+
+def _descendants(pid: int) -> list:
+    """The processes below `pid` (Linux's /proc/PID/task/TID/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for task in os.listdir(f"/proc/{p}/task"):
+            with open(f"/proc/{p}/task/{task}/children", encoding="ascii") as fh:
+                kids = [int(k) for k in fh.read().split()]
+            out += kids
+            todo += kids
+    return out
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie waiting for its parent does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+_CLOSING = """
+import os, signal, sys
+from astral_dsl.lsp import server as s
+built = s.build
+def build(*args, **kwargs):
+    srv = built(*args, **kwargs)
+    close = srv.checker.close
+    def closing():                        # the editor's SIGTERM while the workers are closed
+        os.kill(os.getpid(), signal.SIGTERM)
+        close()
+        open(sys.argv[1], "w").write("closed")
+    srv.checker.close = closing
+    return srv
+s.build = build
+sys.exit(s.serve())
+"""
+
+
+def test_a_signal_while_the_server_closes_lets_it_close(tmp_path):
+    """An editor sends `exit` and soon after SIGTERM: a SIGTERM arriving while the server closed
+    its workers raised SystemExit there, cutting the closing short (its workers and fork
+    server's directory left); it is noted, the closing ends, and the server exits with 143."""
+    mark = tmp_path / "closed"
+    proc = subprocess.run([sys.executable, "-c", _CLOSING, str(mark)], input=b"",
+                          capture_output=True, timeout=WAIT, cwd=tmp_path)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+    assert mark.read_text() == "closed"

@@ -1,6 +1,6 @@
 """A file a command writes is never one it reads (README, "Security": an output never replaces
 an input): `-o` of calibrate, diagnose and report, `forecast --ranks` and `--trace` and `check
---write-baseline` naming the design, a runs table, the --gpu-file, the --operator-table, an
+--write-baseline` naming the design (or a module it imports), a runs table, the --gpu-file, the --operator-table, an
 --observed file or a file of an --observed folder, by its path, a symbolic link or a hard link,
 is a usage error before anything is read or written."""
 from __future__ import annotations
@@ -124,3 +124,36 @@ def test_a_baseline_beside_the_design_is_written(design, tmp_path, capsys):
     code, out, err = call(["check", str(design), "--write-baseline", str(accepted)], capsys)
     assert code == 0, err
     assert accepted.read_text(encoding="utf-8").startswith('{"astral_baseline":1')
+
+
+def test_nor_over_a_module_the_design_imports(capsys, tmp_path):
+    # `astral report main.astral -o lib.astral`, main importing lib, replaced the module with
+    # the page (exit 0): the files the design is compiled from are its imports too
+    lib = tmp_path / "lib.astral"
+    lib.write_text("param hpr = 4\n", encoding="utf-8")
+    text = DESIGN.read_text(encoding="utf-8")
+    main = tmp_path / "main.astral"
+    main.write_text("import lib { hpr }\n" + text, encoding="utf-8")
+    log = tmp_path / "run.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s,peer,op\n0,1,forward,0,1,,\n",
+                   encoding="utf-8")
+    named = "a file"
+    _refused(capsys, ["report", main, "-o", lib], lib, named)
+    _refused(capsys, ["forecast", main, "--ranks", lib], lib, named)
+    _refused(capsys, ["forecast", main, "--trace", lib], lib, named)
+    _refused(capsys, ["diagnose", main, "--observed", log, "-o", lib], lib, named)
+    _refused(capsys, ["check", main, "--write-baseline", lib], lib, named)
+
+
+def test_nor_over_the_file_a_link_of_an_observed_folder_leads_to(design, capsys, tmp_path):
+    # --observed DIR reads DIR/link.csv, a link to a log elsewhere: `-o DIR/link.csv` would
+    # write the diagnosis over that log (the folder was compared by where the link leads)
+    elsewhere, folder = tmp_path / "elsewhere", tmp_path / "run"
+    elsewhere.mkdir()
+    folder.mkdir()
+    log = elsewhere / "run.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s,peer,op\n0,1,forward,0,1,,\n",
+                   encoding="utf-8")
+    (folder / "link.csv").symlink_to(log)
+    _refused(capsys, ["diagnose", design, "--observed", folder, "-o", folder / "link.csv"], log,
+             f"a file of `{folder}`")

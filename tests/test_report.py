@@ -577,3 +577,18 @@ def test_without_graphviz_the_page_says_so(small, tmp_path):
     assert proc.stderr.count("error[E700]") == 1
     page = out.read_text(encoding="utf-8")
     assert page.count("not drawn: [E700]") == 5 and 'id="size-levels"' in page
+
+
+def test_the_pue_says_it_is_a_lower_bound_as_astral_size_does(small_review):
+    """`astral size` says the PUE is a lower bound where components leave parts out (headline,
+    JSON facility.uncounted); the review's PUE said it bare beside a CDUs line of 0 kW (the
+    CDU states no `power`)."""
+    from astral_dsl.outputs.size_facility import uncounted
+
+    eng = small_review.checked.engineering
+    assert [label for _, label in uncounted(eng)] == ["CDUs", "facility-water pumps",
+                                                       "heat rejection fans"]
+    note = _by_id(build(small_review), "pue-formula").split("</p>")[0]
+    assert "; a lower bound: CDUs, facility-water pumps, heat rejection fans not all counted, " \
+        "their data not declared (`astral size`" \
+        in note.replace("&#x60;", "`").replace("&#96;", "`"), note

@@ -674,3 +674,20 @@ def test_no_file_is_written_through_a_link_in_an_output_folder(tmp_path, capsys,
     code, out, err = call(command + [str(tmp_path / "fresh")], capsys)
     assert code == 0, err
     assert (tmp_path / "fresh" / name).is_file()
+
+
+def test_nor_through_a_link_to_a_folder_in_an_output_folder(tmp_path, capsys):
+    # `astral export --netbox DIR` with DIR/device-types a link to another folder wrote the
+    # device types there (O_NOFOLLOW guards the last name of a path only), making its folders
+    from test_cli import call
+
+    elsewhere, folder = tmp_path / "elsewhere", tmp_path / "folder"
+    elsewhere.mkdir()
+    folder.mkdir()
+    (folder / "device-types").symlink_to(elsewhere, target_is_directory=True)
+    code, out, err = call(["export", str(REPO / "examples" / "single_pod.astral"), "--netbox",
+                           str(folder)], capsys)
+    assert code == 2
+    assert f"`{folder / 'device-types'}` is a symbolic link: nothing is written through one" \
+        in err
+    assert list(elsewhere.iterdir()) == []

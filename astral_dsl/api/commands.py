@@ -203,9 +203,9 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
 
     ws = workspace_of(target, overrides)
     out = Path(_a.path(output, "output"))
-    read = [m.path for m in ws.modules.values() if m.path is not None] + (
-        [calibration] if isinstance(calibration, (str, os.PathLike)) else [])
-    what = clobbered(str(out), [os.fspath(p) for p in read])
+    read = list(ws.files()) + (
+        [os.fspath(calibration)] if isinstance(calibration, (str, os.PathLike)) else [])
+    what = clobbered(str(out), read)
     if what is not None:
         raise ValueError(f"output {out} is {what} that report reads: writing it would destroy "
                          f"it; name another file")

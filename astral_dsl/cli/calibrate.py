@@ -161,12 +161,11 @@ def _docs_text(path) -> str:
     return read_regular(path, MAX_BYTES).decode("utf-8")
 
 
-
 def _unusable(doc) -> Optional[str]:
     """Why the fit is not one `--calibration` takes (seer/calibration from_document), naming
     the rows forecast furthest off, whose figures made it so; None when it is one. A step
-    published as 10^9 s (within a cell's bounds) gave an error band up to 47 million times the
-    forecast: the fit was written, and every command then refused it."""
+    published as 10^9 s (within a cell's bounds) gave an error band up to 661 million times
+    the forecast: the fit was written, and every command then refused it."""
     from astral_dsl.seer.calibration import from_document
 
     try:

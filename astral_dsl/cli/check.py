@@ -58,9 +58,13 @@ def run(args, overrides) -> int:
         baseline = read_baseline(args.baseline)
         if isinstance(baseline, str):
             return usage(baseline)
-    results = [checked(path, overrides, args.scenario, args.all_scenarios, baseline)
+    read: list = []                      # the designs' files and their imports
+    results = [checked(path, overrides, args.scenario, args.all_scenarios, baseline, read)
                for path in args.files]
     if args.write_baseline:
+        clobbers = written_over("--write-baseline", args.write_baseline, read)
+        if clobbers is not None:
+            return clobbers
         results, failed = write_baseline(args.write_baseline, results)
         if failed is not None:
             return usage(failed)

@@ -171,6 +171,13 @@ def written_over(flag: str, output: Optional[str], inputs, folders: bool = False
                  f"it; name another file")
 
 
+def design_written_over(flag: str, output: Optional[str], ws) -> Optional[int]:
+    """written_over for the files the design was compiled from, its imports among them (known
+    once it is compiled): `astral report main.astral -o lib.astral`, with main.astral importing
+    lib, replaced the module with the page."""
+    return written_over(flag, output, ws.files())
+
+
 def plotted(path: str) -> str:
     """The file matplotlib writes for `--plot PATH`: PATH, or PATH.png when it has no extension
     (its savefig.format, which it appends)."""
@@ -200,9 +207,11 @@ def open_path(path: str, overrides):
     return api.compile(path, overrides)
 
 
-def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, baseline=None):
+def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, baseline=None,
+            read: Optional[list] = None):
     """Compile, size when the design has unknowns, check (engineering, scenarios); the
-    warnings the design's `allow`s (and `baseline`) accept are apart."""
+    warnings the design's `allow`s (and `baseline`) accept are apart. `read`: a list to which
+    the files of the design's modules are added (Workspace.files)."""
     from astral_dsl import gcpause
     # api.compile and api.check are these two: the pipeline's and the workspace's, imported
     # without the rest of the API (its result types, its other commands), for start-up
@@ -212,6 +221,8 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
     def compiled():
         workspace = Workspace.open(path, overrides)
         workspace.design           # compiled here, kept to the end like the syntax trees
+        if read is not None:
+            read.extend(workspace.files())
         return workspace
 
     # the file's and its imports' syntax trees and the design compiled from them stay out of

@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import (EXIT_OK, add_calibration, add_common, colour, open_path,
-                                   print_diagnostics, unreadable, usage, written_over)
+                                   print_diagnostics, unreadable, usage, design_written_over,
+                                   written_over)
 
 NAME = "diagnose"
 HELP = "diagnose a running job: observed timelines against the forecast, down to the suspect part"
@@ -98,6 +99,9 @@ def run(args, overrides) -> int:
                 done = _diagnose(args, design, observed, streams_idle, found, calibration)
     if not design.valid:
         return _fail(args, design, diags, "unusable" if unreadable(design) else "design-errors")
+    clobbers = design_written_over("-o", args.output, ws)       # its imports too
+    if clobbers is not None:
+        return clobbers
     return done(diags)
 
 

@@ -5,7 +5,8 @@ import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
                                    colour, open_path, plot_failure, plotted, print_diagnostics,
-                                   schema_first, unreadable, usage, written_over)
+                                   schema_first, unreadable, usage, design_written_over,
+                                   written_over)
 
 NAME = "forecast"
 HELP = "forecast one training iteration of a job, operator by operator"
@@ -87,6 +88,10 @@ def run(args, overrides) -> int:
         except (OSError, ValueError) as exc:
             return usage(f"--calibration: {exc}")
     ws = open_path(args.file, overrides)
+    for flag, output in (("--ranks", args.ranks), ("--trace", args.trace)):
+        clobbers = design_written_over(flag, output, ws)         # its imports too
+        if clobbers is not None:
+            return clobbers
     design = ws.sized                   # with the values sizing chose for its `?`s
     diags = list(design.diagnostics)
     if not design.valid:

@@ -11,7 +11,7 @@ import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_calibration,
                                    add_common, colour, open_path, print_diagnostics, unreadable,
-                                   usage, written_over)
+                                   usage, design_written_over, written_over)
 
 NAME = "report"
 HELP = "the design review as one self-contained HTML page"
@@ -57,6 +57,9 @@ def run(args, overrides) -> int:
     if unreadable(design):
         print_diagnostics(design.diagnostics, use_colour, sys.stderr)
         return EXIT_USAGE
+    clobbers = design_written_over("-o", args.output, ws)       # its imports too
+    if clobbers is not None:
+        return clobbers
     import attrs
 
     diagnosis = None

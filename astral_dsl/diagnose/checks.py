@@ -21,7 +21,7 @@ import numpy as np
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
-from astral_dsl.observe.said import TWICE_HINT, ranges, said_once
+from astral_dsl.observe.said import ranges, read_twice, said_once
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
@@ -67,12 +67,7 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
             peers.append((t, int(outside.sum()), int(t.peer[outside][0])))
             t = t.select(~outside)
         out[t.rank] = t
-    for (file, first), ranks in twice.items():    # a log of every rank appended twice: once
-        which = f"rank {ranks[0]} appears" if len(ranks) == 1 else \
-            f"{len(ranks):,} ranks ({ranges(sorted(ranks))}) appear"
-        said.append(diag("E786", f"{which} twice: already read from {first}; "
-                                 f"{'this one is' if len(ranks) == 1 else 'these are'} left out",
-                         file, TWICE_HINT))
+    said.extend(read_twice(twice))         # a log of every rank appended twice: once
     diags.extend(said_once(said))
     if beyond:
         ranks = sorted(t.rank for t in beyond)

@@ -19,7 +19,8 @@ Robustly: the host that fits worst is set aside while its residual (root mean sq
 RESIDUAL_S, or its drift beyond MAX_DRIFT from its set's median drift, and the rest fitted
 again, so one bad clock (a jump, records of another run) cannot bend its peers'. Those hosts
 cannot be aligned. The median, not the reference host's: where the reference is the bad clock,
-every other host reads its drift, and a healthy one had been set aside for it."""
+every other host reads its drift, and a healthy one had been set aside for it (of a set of
+three hosts or more: of two, the reference's)."""
 from __future__ import annotations
 
 from typing import List, Tuple
@@ -76,12 +77,19 @@ def align(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int)
     return Clocks(offsets, drifts, t0, tuple(sorted(bad)), aligned, full)
 
 
+MEDIAN_FROM = 3          # hosts in a set before its median drift is the reference
+
+
 def _medians(drifts: np.ndarray, seen: np.ndarray, comp: np.ndarray) -> np.ndarray:
-    """Per host, the median drift of the hosts seen in its set (connected component)."""
+    """Per host, the median drift of the hosts seen in its set (connected component); 0, the
+    reference host's, in a set of fewer than MEDIAN_FROM: the median of two is their mean,
+    which halved the drift between them, and two hosts 800 ppm apart had been aligned (no
+    median tells which of two is wrong; the one with fewer records is set aside, as before)."""
     out = np.zeros(drifts.size)
     for c in np.unique(comp[seen]):
         mine = comp == c
-        out[mine] = float(np.median(drifts[mine & seen]))
+        if int((mine & seen).sum()) >= MEDIAN_FROM:
+            out[mine] = float(np.median(drifts[mine & seen]))
     return out
 
 

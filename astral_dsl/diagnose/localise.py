@@ -48,7 +48,8 @@ from astral_dsl.diagnose.evidence import Timing
 from astral_dsl.diagnose.likelihood import EPSILON, log_healthy, log_slowed, looks_slowed, \
     lower_spread, robust_spread
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances
-from astral_dsl.diagnose.model import Evidence, Observation, Suspect
+from astral_dsl.diagnose.model import Evidence, Suspect
+from astral_dsl.diagnose.net_evidence import by_kind, kind_label, slowest
 from astral_dsl.diagnose.row_groups import group_ids
 from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display, \
     set_name
@@ -257,29 +258,6 @@ def _against(tm, sel) -> str:
     return "their peers' time"
 
 
-def _kind_label(k) -> str:
-    return "pipeline transfers" if k == P2P else f"{KIND_NAMES[int(k)].upper()} collectives"
-
-
-def _by_kind(explained, crossing, use, chan, chan_ranks, inst, tm) -> Tuple[Evidence, ...]:
-    """The evidence of a network suspect, one per kind of the slow instances it explains (in
-    the order of their names): their medians, ranks and iterations, and of that kind's
-    instances crossing it how many ran slow. One median over kinds had given a NIC's DP
-    all-reduces of 78 ms as "DP collectives, pipeline transfers: expected 0.199 ms", the
-    transfers' time."""
-    kinds = inst.kind[use]
-    out = []
-    for k in sorted(set(kinds[explained].tolist()), key=_kind_label):
-        mine = explained & (kinds == k)
-        sel = use[mine]
-        ranks = sorted({r for c in np.unique(chan[mine]).tolist() for r in chan_ranks[c]})
-        its = tuple(sorted({int(i) for i in inst.iteration[sel]}))
-        out.append(Evidence(_kind_label(k), float(np.median(tm.expected[sel])),
-                            float(np.median(tm.effective[sel])), None, tuple(ranks[:64]), its,
-                            int(mine.sum()), int((crossing & (kinds == k)).sum())))
-    return tuple(out)
-
-
 def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, chan,
              chan_ranks, use, inst, tm, alternative=False) -> Suspect:
     """`classes`: the units of each class the suspect holds, its lead first; several classes
@@ -293,9 +271,9 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     crossing = np.isin(chan, chans)
     sel = use[explained]
     its = tuple(sorted({int(i) for i in inst.iteration[sel]}))
-    what = sorted({_kind_label(k) for k in inst.kind[sel]})
+    what = sorted({kind_label(k) for k in inst.kind[sel]})
     n_s, n_t = int(explained.sum()), int(crossing.sum())
-    ev = _by_kind(explained, crossing, use, chan, chan_ranks, inst, tm) or \
+    ev = by_kind(explained, crossing, use, chan, chan_ranks, inst, tm) or \
         (Evidence("collectives", None, None, None, (), its, n_s, n_t),)
     it = "them" if tied or heading else "it"
     supports = (f"{n_s:,} of the {n_t:,} collectives and transfers crossing {it} ran slow "
@@ -304,7 +282,7 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     against = _against(tm, use[crossing])
     contradicts = (f"{int(fast.sum()):,} crossing {it} ran at {against}" if fast.any()
                    else f"none: every collective and transfer crossing {it} ran slow")
-    slow = _slowest(sel, chan[explained], chan_ranks, inst, tm)
+    slow = slowest(sel, chan[explained], chan_ranks, inst, tm)
     ratio = tm.effective[sel] / np.maximum(tm.expected[sel], 1e-12) if sel.size else None
     factor = f"{float(np.median(ratio)):.2f}x" if ratio is not None else "slower than"
     if heading and kind_name == "nvlink":
@@ -387,28 +365,6 @@ def _planes(path: str) -> bool:
     """Whether a unit's name lists several planes (or, of a link, several indices of its
     lower end's parent): `plane[A|B]`."""
     return "[A|" in path or "|" in path.split(" -- ")[0].rsplit(".", 1)[0]
-
-
-SLOWEST = 12          # slow instances listed per network suspect
-
-
-def _slowest(sel, chans, chan_ranks, inst, tm) -> Tuple[Observation, ...]:
-    """The slowest instances (by observed / expected) among `sel`, `chans` their channels."""
-    if sel.size == 0:
-        return ()
-    ratio = tm.effective[sel] / tm.expected[sel]
-    order = np.lexsort((sel, -ratio))[:SLOWEST]
-    out = []
-    for j in order.tolist():
-        i = int(sel[j])
-        k = int(inst.kind[i])
-        what = "pipeline transfer" if k == P2P else f"{KIND_NAMES[k].upper()} collective"
-        ranks = (int(inst.group[i]), int(inst.peer[i])) if k == P2P else \
-            tuple(chan_ranks[int(chans[j])])
-        out.append(Observation(what, ranks, int(inst.iteration[i]),
-                               float(tm.expected[i]), float(tm.effective[i]),
-                               int(inst.seq[i])))
-    return tuple(out)
 
 
 __all__ = ["ALARM_ODDS", "ALTERNATIVES", "EPSILON", "Found", "instance_densities", "localise",

@@ -189,6 +189,9 @@ def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> int:
     try:
         server.start_io(transport.BoundedInput(sys.stdin.buffer), protocol)
     finally:
+        # a signal from now on is noted, not raised: an editor's SIGTERM right after its `exit`
+        # (or a second one) had cut the workers' closing short
+        _end_on(ENDING, server, raising=False)
         server.checker.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
@@ -203,12 +206,15 @@ def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> int:
 ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
-def _end_on(signals, server) -> dict:
+def _end_on(signals, server, raising: bool = True) -> dict:
     """Handle each of `signals` by ending `server` (SystemExit in the main thread, on which pygls
-    stops), noting the signal; returns the handlers it replaced."""
+    stops; not `raising`: once it is closing), noting the first signal; returns the handlers
+    it replaced."""
     def end(signum, frame):
-        server.ending = signum
-        raise SystemExit(128 + signum)
+        if server.ending is None:
+            server.ending = signum
+        if raising:
+            raise SystemExit(128 + signum)
 
     return {signum: signal.signal(signum, end) for signum in signals}
 

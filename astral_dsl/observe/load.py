@@ -23,7 +23,7 @@ from astral_dsl.line_ends import lines_of
 from astral_dsl.observe import budget, kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
-from astral_dsl.observe.said import TWICE_HINT, ranges, said_once
+from astral_dsl.observe.said import TWICE_HINT, ranges, read_twice, said_once
 from astral_dsl.pools import cores, local_workers
 
 _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
@@ -97,12 +97,7 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
                 continue
             seen[key] = t
             traces.append(t)
-    for (path, first), ranks in twice.items():   # a log passed twice: once, not once a rank
-        which = f"rank {ranks[0]} appears" if len(ranks) == 1 else \
-            f"{len(ranks):,} ranks ({ranges(sorted(ranks))}) appear"
-        diags.append(diag("E786", f"{which} twice: already read from {first}; "
-                                  f"{'this one is' if len(ranks) == 1 else 'these are'} left out",
-                          path, TWICE_HINT))
+    diags.extend(read_twice(twice))        # a log passed twice: once, not once a rank
     return Observed(tuple(traces), tuple(said_once(diags)), tuple(f for f, _ in files),
                     tuple(paths))
 

@@ -6,7 +6,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import attrs
 
-from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.diagnostics import Diagnostic, Severity
 
 # E786's hint when two files hold one rank (observe.load and the diagnosis's checks)
 TWICE_HINT = ("two copies of one rank's file, or two runs' files in one directory: pass the "
@@ -38,6 +38,19 @@ def said_once(diags: Sequence[Diagnostic]) -> List[Diagnostic]:
                                      notes=first.notes + (f"the files: {shown}",))
         dropped.update(at[1:])
     return [merged.get(i, d) for i, d in enumerate(diags) if i not in dropped]
+
+
+def read_twice(twice: Dict[Tuple[str, str], List[int]]) -> List[Diagnostic]:
+    """E786 once for each (file, the file its ranks were read from first) -> those ranks
+    (observe.load's and the diagnosis's checks'), not once a rank."""
+    out = []
+    for (file, first), ranks in twice.items():
+        which = f"rank {ranks[0]} appears" if len(ranks) == 1 else \
+            f"{len(ranks):,} ranks ({ranges(sorted(ranks))}) appear"
+        out.append(Diagnostic("E786", Severity.ERROR, f"{which} twice: already read from "
+                              f"{first}; {'this one is' if len(ranks) == 1 else 'these are'} "
+                              f"left out", None, TWICE_HINT, file=file))
+    return out
 
 
 def ranges(ranks: Sequence[int]) -> str:

@@ -99,8 +99,7 @@ def write(design, directory: str, devices=None) -> Written:
     for t in kinds:
         rel = os.path.join("device-types", slug(t.manufacturer), f"{t.slug}.yaml")
         path = os.path.join(directory, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(created(path), "w", encoding="utf-8", newline="\n") as fh:
+        with open(created(path, directory), "w", encoding="utf-8", newline="\n") as fh:
             fh.write(_yaml(t))
         files.append((rel.replace(os.sep, "/"), len(t.interfaces)))
     serial = {p: getattr(devices.by_path.get(p), "serial", None) for p in names} \

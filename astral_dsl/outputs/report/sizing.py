@@ -11,6 +11,7 @@ from astral_dsl.outputs.feeder_load import all_feeders, failover_through_w, load
 from astral_dsl.outputs.report.bom import bom_lines
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
+from astral_dsl.outputs.size_facility import uncounted
 from astral_dsl.outputs.report.tables import figure, label, summary_tables, table
 
 # summary keys shown in their own sections or as the engineering tables above (per level, per
@@ -112,11 +113,16 @@ def pue_section(review) -> str:
                  "PUE components (annual average; the peak is what the utility point "
                  "supplies at full load in the hour that draws the most)", tid="pue-components",
                  sortable=False)
+    # as `astral size`'s headline and JSON (facility.uncounted) say it
+    missing = ", ".join(label for _, label in uncounted(eng)) if pue else ""
     body += tag("p", esc(f"PUE = facility / IT = {figure(round(facility / 1e3, 3))} kW / "
                          f"{figure(round(it / 1e3, 3))} kW = "
                          + (f"{pue:.4f}" if pue else "-")
                          + " (ISO/IEC 30134-2: annual energies; the chillers run the hours "
-                           "of the climate, or of the year, free cooling does not cover)"),
+                           "of the climate, or of the year, free cooling does not cover)"
+                         + (f"; a lower bound: {missing} not all counted, their data not "
+                            f"declared (`astral size`'s facility table names the parts)"
+                            if missing else "")),
                 cls="note", id="pue-formula")
     return section("pue", "PUE components", body)
 
