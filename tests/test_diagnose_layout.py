@@ -58,9 +58,9 @@ def test_a_run_of_other_sizes_is_said_once_and_not_compared(tmp_path, parallel, 
     assert [d.code for d in said] == ["E792"]
     assert said[0].message == (
         "the observed data fits no rank order of `small`'s layout (tp 8, dp 8, pp 2): 128 of "
-        "the 128 ranks whose pipeline peers, process groups or exchanges are read are not the "
-        "job's in its order tp-cp-ep-dp-pp, and no other order fits them: the run had other "
-        "parallel sizes")
+        "the 128 ranks whose number, pipeline peers, process groups or exchanges are read are "
+        "not the job's in its order tp-cp-ep-dp-pp, and no other order fits them: the run had "
+        "other parallel sizes")
     assert said[0].notes == (example,)
     proc = astral("diagnose", str(SMALL), "--observed", observed)
     text = proc.stdout + proc.stderr
@@ -89,9 +89,9 @@ def test_a_log_of_more_ranks_is_said_once_a_kind_and_not_compared(tmp_path):
         ("E786", "128 ranks (0-127): 1,024 record(s) name a peer outside the job's 128 ranks "
                  "(e.g. 128, of rank 0): left out"),
         ("E792", "the observed data fits no rank order of `small`'s layout (tp 8, dp 8, pp 2): "
-                 "256 of the 256 ranks whose pipeline peers, process groups or exchanges are "
-                 "read are not the job's in its order tp-cp-ep-dp-pp, and no other order fits "
-                 "them: the run had other parallel sizes")]
+                 "256 of the 256 ranks whose number, pipeline peers, process groups or "
+                 "exchanges are read are not the job's in its order tp-cp-ep-dp-pp, and no "
+                 "other order fits them: the run had other parallel sizes")]
     assert err.value.diagnostics[2].notes == (
         "e.g. rank 0 exchanges pipeline transfers with rank 128, outside the job's 128 ranks",)
 

@@ -28,9 +28,9 @@ def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
     states (tp 4, pp 4 read as tp 8, pp 2; DeepSeek-V3's ep 64, pp 4 read as Llama 3.1 405B's
     tp 4, pp 16 on the same 256 GPUs of examples/gb200_nvl72.astral, whose pipeline peers
     share a pipeline group, 64 ranks apart: 9 hosts had been named, each at 100 %, for EP
-    exchanges of one rank). Its collectives would be matched on groups they never ran in: from a log, the clocks
-    of half its hosts had been set aside (E789) and the rest said `healthy`; each of its traces
-    had been E790, one diagnostic a rank. `observed`: the data as read, before `usable` left
+    exchanges of one rank). Its collectives would be matched on groups they never ran in: from
+    a log, the clocks of half its hosts had been set aside (E789) and the rest said `healthy`;
+    each of its traces had been E790, one diagnostic a rank. `observed`: the data as read, before `usable` left
     out the ranks outside the job and the transfers with a peer outside it (E786), which count
     here: a log of 256 ranks read as a job of 128 (its ranks beyond, its pipeline peers
     128 apart) had been diagnosed on its first 128 ranks, their pipeline transfers left out."""
@@ -54,7 +54,7 @@ def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
     return Diagnostic(
         "E792", Severity.ERROR,
         f"the observed data fits no rank order of `{rm.job}`'s layout ({sizes or 'one rank'}): "
-        f"{len(off):,} of the {len(said):,} ranks whose pipeline peers, process groups or "
+        f"{len(off):,} of the {len(said):,} ranks whose number, pipeline peers, process groups or "
         f"exchanges are read are not the job's in its order {'-'.join(rm.order)}, and no "
         f"other order fits them: the run had other parallel sizes", None,
         "diagnose it against a job of the sizes the run used (its `parallel`), or name the "

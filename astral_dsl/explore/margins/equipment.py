@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import List
 
-from astral_dsl.explore.margins.limits import Limit, _where, cdus_limits
+from astral_dsl.explore.margins.limits import Limit, where_of, cdus_limits
 from astral_dsl.units import Quantity, format_number
 
 
@@ -26,7 +26,7 @@ def feeder_equipment(eng, design) -> List[Limit]:
             continue
         bat = resolve(f.field("battery"))
         if bat is not None and fr.battery_required_ah and fr.battery_available_ah is not None:
-            file, line, col = _where(bat.span_of("strings") or f.span_of("battery"))
+            file, line, col = where_of(bat.span_of("strings") or f.span_of("battery"))
             out.append(Limit(f"battery:{fr.path}", "battery",
                              f"battery capacity of feeder {fr.path} (IEEE 485, for its "
                              f"autonomy)", fr.battery_required_ah * 3600.0,
@@ -34,19 +34,19 @@ def feeder_equipment(eng, design) -> List[Limit]:
         rect = resolve(f.field("rectifier"))
         if rect is not None and fr.rectifier_modules_needed is not None and \
                 fr.rectifier_modules is not None:
-            file, line, col = _where(rect.span_of("modules") or f.span_of("rectifier"))
+            file, line, col = where_of(rect.span_of("modules") or f.span_of("rectifier"))
             out.append(Limit(f"rectifier:{fr.path}", "rectifier",
                              f"rectifier modules of feeder {fr.path} (needed <= installed)",
                              float(fr.rectifier_modules_needed), float(fr.rectifier_modules),
                              "<=", "", file, line, col))
         if fr.conductor_current_a is not None and fr.ampacity_a is not None:
-            file, line, col = _where(f.span_of("conductor_area"))
+            file, line, col = where_of(f.span_of("conductor_area"))
             out.append(Limit(f"ampacity:{fr.path}", "ampacity",
                              f"current per conductor set of feeder {fr.path}",
                              fr.conductor_current_a, fr.ampacity_a, "<=", "A", file, line, col))
         limit = f.field("max_voltage_drop")
         if fr.drop_ratio is not None and isinstance(limit, Quantity):
-            file, line, col = _where(f.span_of("max_voltage_drop"))
+            file, line, col = where_of(f.span_of("max_voltage_drop"))
             out.append(Limit(f"voltage_drop:{fr.path}", "voltage_drop",
                              f"voltage drop of feeder {fr.path}", fr.drop_ratio, limit.si,
                              "<=", "%", file, line, col,
@@ -67,7 +67,7 @@ def loop_flows(eng, design) -> List[Limit]:
             continue
         limit = inst.field("max_flow")
         if isinstance(limit, Quantity):
-            file, line, col = _where(inst.span_of("max_flow"))
+            file, line, col = where_of(inst.span_of("max_flow"))
             out.append(Limit(f"flow:{lp.path}", "flow", f"coolant flow of loop {lp.path}",
                              lp.flow_m3s, limit.si, "<=", "L/min", file, line, col))
         cdu = resolve(inst.field("cdu"))
@@ -76,5 +76,5 @@ def loop_flows(eng, design) -> List[Limit]:
             continue
         out.extend(cdus_limits(lp, "cdu_flow", f"coolant flow through the CDUs of loop "
                                                f"{lp.path}", lp.flow_m3s, per.si, "L/min",
-                               _where(inst.span_of("cdus"))))
+                               where_of(inst.span_of("cdus"))))
     return out

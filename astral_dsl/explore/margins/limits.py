@@ -68,7 +68,7 @@ class Limit:
         return self.lhs_shadow is not OPAQUE and self.rhs_shadow is not OPAQUE
 
 
-def _where(span):
+def where_of(span):
     return (span.file, span.start.line, span.start.column) if span is not None else ("", 0, 0)
 
 
@@ -110,7 +110,7 @@ def _checks(ev, scopes, sources) -> List[Limit]:
     for r in ev.check_records(scopes):
         msg = r.check.message.value if r.check.message else None
         label = f"check \"{msg}\"" if msg else f"check `{_snippet(sources, r.check.cond.span)}`"
-        file, line, col = _where(r.check.cond.span)
+        file, line, col = where_of(r.check.cond.span)
         key = f"check:{file}:{line}:{col}:{r.path}"
         if r.op == "":
             out.append(Limit(key, "check", f"{label} in {r.path}", 1.0 if r.passed else 0.0,
@@ -150,7 +150,7 @@ def _power_limits(ev, frames) -> List[Limit]:
             continue
         peak = power_of(f, ev.rollups, ev.evaluator.view)     # a frame: as the compile sees it
         span = f.defs["power_limit"].name_span
-        file, line, col = _where(span)
+        file, line, col = where_of(span)
         lhs = ev.power_shadow(f) if ev.symbolic else OPAQUE
         out.append(Limit(f"power_limit:{path}", "power_limit", f"{f.kind} power of {path}",
                          peak.si, limit.si, "<=", "kW", file, line, col, lhs, ev.shadow(limit)))
@@ -171,7 +171,7 @@ def _feeders(ev, frames, eng) -> List[Limit]:
         frame = frames.get(fr.path)
         span = frame.defs["capacity"].name_span if frame is not None and \
             "capacity" in frame.defs else None
-        file, line, col = _where(span)
+        file, line, col = where_of(span)
         cap_sym = ev.shadow(frame.values.get("capacity")) if frame is not None else OPAQUE
         pf = frame.values.get("power_factor") if frame is not None and fr.rating_pf else None
         if isinstance(pf, Quantity) and cap_sym is not OPAQUE:   # a kVA rating: kW = kVA x pf
@@ -254,7 +254,7 @@ def _transformers(eng) -> List[Limit]:
     out = []
     for t in facility.transformers if facility is not None else ():
         left = units_left(t.count, t.redundancy)
-        file, line, col = _where(field_source(t.inst, "count") if t.inst is not None else None)
+        file, line, col = where_of(field_source(t.inst, "count") if t.inst is not None else None)
         note = None
         if t.power_factor != 1.0:
             note = (f"{format_number(round(t.peak_load_w / 1e3, 4))} kW at power factor "
@@ -275,7 +275,7 @@ def _loops(eng, frames) -> List[Limit]:
         span = frame.defs["cdus"].name_span if frame is not None and "cdus" in frame.defs \
             else None
         out.extend(cdus_limits(lp, "cdu", f"CDU capacity of loop {lp.path}", lp.heat_w,
-                               lp.cdu_capacity_w, "kW", _where(span)))
+                               lp.cdu_capacity_w, "kW", where_of(span)))
     return out
 
 
@@ -323,7 +323,7 @@ def _coolant(eng, design) -> List[Limit]:
         if limit is None:
             continue
         supply = inst.field("supply")
-        file, line, col = _where(inst.span_of("supply"))
+        file, line, col = where_of(inst.span_of("supply"))
         out.append(Limit(f"coolant:{lp.path}", "coolant",
                          f"coolant supply of loop {lp.path} (the GPUs' cold plates accept at "
                          f"most {limit})", supply.si if isinstance(supply, Quantity) else
@@ -340,7 +340,7 @@ def _fabrics(eng, design) -> List[Limit]:
         limit = fabric.field("max_oversubscription") if fabric is not None else None
         if not isinstance(limit, Quantity):
             continue
-        file, line, col = _where(fabric.span_of("max_oversubscription"))
+        file, line, col = where_of(fabric.span_of("max_oversubscription"))
         for tc in fc.tiers:
             if tc.oversubscription is None:
                 continue

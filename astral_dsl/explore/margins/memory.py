@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import List, Tuple
 
-from astral_dsl.explore.margins.limits import Limit, _where
+from astral_dsl.explore.margins.limits import Limit, where_of
 
 BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
 
@@ -27,7 +27,7 @@ def job_memory(checked) -> List[Limit]:
                 any(d.is_error and d.code != "E757" for d in diags):
             continue
         total, unc = _memory_estimate(spec, cluster)
-        file, line, col = _where(job.span_of("recompute") or job.span)
+        file, line, col = where_of(job.span_of("recompute") or job.span)
         probed = probe_settings(spec)
         at = f"; at {', '.join(probed)}, the least memory of what the job leaves to Seer's " \
              f"rule, as the check measures it (`astral forecast` gives the memory of the " \
