@@ -30,10 +30,10 @@ def layout(traces, rm, observed=None) -> Optional[Diagnostic]:
     share a pipeline group, 64 ranks apart: 9 hosts had been named, each at 100 %, for EP
     exchanges of one rank). Its collectives would be matched on groups they never ran in: from
     a log, the clocks of half its hosts had been set aside (E789) and the rest said `healthy`;
-    each of its traces had been E790, one diagnostic a rank. `observed`: the data as read, before `usable` left
-    out the ranks outside the job and the transfers with a peer outside it (E786), which count
-    here: a log of 256 ranks read as a job of 128 (its ranks beyond, its pipeline peers
-    128 apart) had been diagnosed on its first 128 ranks, their pipeline transfers left out."""
+    each of its traces had been E790, one diagnostic a rank. `observed`: the data as read,
+    before `usable` left out the ranks outside the job and the transfers with a peer outside it
+    (E786), which count here: a log of 256 ranks read as a job of 128 (its ranks beyond, its
+    pipeline peers 128 apart) had been diagnosed on its first 128 ranks, their pipeline transfers left out."""
     why = {rank: _misfit(t, rm) for rank, t in traces.items()}
     for t in (observed.traces if observed is not None else ()):
         if t.world_size is not None and t.world_size != rm.world:
