@@ -303,9 +303,26 @@ def test_w656_free_cooling_without_its_fans():
                          "`rejection_fan_ratio`: the fans of its dry coolers (or cooling towers) "
                          "count as 0 W in the facility power and the PUE")
     assert d.span.start.line == COMPLETE[:COMPLETE.index("free_cooling")].count("\n") + 1
-    # chillers all year (no free cooling): their COP covers their heat rejection, no warning
-    assert not found(COMPLETE.replace("free_cooling = 6000 h, ", "free_cooling = 0 h, ").replace(
-        ",\n                   rejection_fan_ratio = 2 %", ""), "W656")
+
+
+
+def test_w656_chillers_all_year_without_their_towers_fans():
+    """Chillers all year (no free cooling) reject their heat through towers or dry coolers whose
+    fans a water-cooled chiller's rated COP leaves out (ASHRAE 90.1 rates them apart; the
+    stdlib's chiller is water-cooled): with no `rejection_fan_ratio` they count as 0 W, said.
+    This had been taken as covered by the chillers' COP, no warning, though the same circuit
+    with a ratio declared counts its fans in every hour: one of the two readings was wrong."""
+    all_year = COMPLETE.replace("free_cooling = 6000 h, ", "free_cooling = 0 h, ")
+    d = only(all_year.replace(",\n                   rejection_fan_ratio = 2 %", ""), "W656")
+    assert d.message == ("facility water `S.water` declares no `rejection_fan_ratio`: the fans "
+                         "of the cooling towers (or dry coolers) that reject its chillers' heat "
+                         "count as 0 W in the facility power and the PUE")
+    assert "`rejection_fan_ratio = 0 %` where the chillers' COP includes their condenser " \
+           "fans" in d.hint
+    # stated (0 % for air-cooled chillers whose COP includes their fans): no word
+    assert not found(all_year.replace("rejection_fan_ratio = 2 %", "rejection_fan_ratio = 0 %"),
+                     "W656")
+    assert not found(all_year, "W656")
 
 
 def test_w656_free_cooling_hours_unknown():

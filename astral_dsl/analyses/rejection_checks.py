@@ -36,6 +36,20 @@ def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_reject
                            "declare `chiller = ...` (a chiller model) or `chiller_cop`, or "
                            "make the water warm enough that no chiller runs"))
     if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
+            year.free_h + year.partial_h == 0 and p.chiller is not None:
+        # chillers all year: they reject their heat through towers or dry coolers whose fans
+        # a water-cooled chiller's rated COP leaves out (ASHRAE 90.1 rates water-cooled
+        # chillers without them, Table 6.8.1-3, and the heat-rejection fans apart, Table
+        # 6.8.1-7; the stdlib's chiller is such a one): their 0 W said as the other hours' is
+        diags.append(_warn("W656", f"facility water `{circuit.path}` declares no "
+                                   f"`rejection_fan_ratio`: the fans of the cooling towers (or "
+                                   f"dry coolers) that reject its chillers' heat count as 0 W in "
+                                   f"the facility power and the PUE", circuit.span,
+                           "declare `rejection_fan_ratio` (fan power per watt of heat "
+                           "rejected, from the towers' data sheet), or `rejection_fan_ratio = "
+                           "0 %` where the chillers' COP includes their condenser fans "
+                           "(air-cooled chillers)"))
+    if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
             year.free_h + year.partial_h > 0:
         said = "declares" if _si(circuit.field("free_cooling")) is not None else "has"
         part = f" ({readable.grouped(year.free_h)} h with the chillers off, " \
