@@ -512,6 +512,20 @@ def test_the_failover_column_is_the_power_through_the_feeder_as_e621_checks_it(r
            "capacity), in normal operation and with one feeder failed" in " ".join(text.split())
 
 
+def test_the_json_carries_the_power_through_each_feeder_as_the_table_shows_it(summary):
+    """The table's `through` and `failover` columns are the power through the feeder (its share
+    over its efficiency); the JSON had only the shares (`normal_kw`, `failover_kw`) and the
+    larger through-power (`carried_kw`), so a reader of it could not find the failover figure
+    E621 checks: `through_kw` and `failover_through_kw` carry them (null where none is left)."""
+    (row,) = [f for f in summary["feeder_list"] if f["path"] == "Astral.pods[0].rows[0].utility"]
+    assert (row["normal_kw"], row["failover_kw"]) == (326.4, 652.8)
+    # 326.4 / 0.97 = 336.4948 and 652.8 / 0.97 = 672.9897 kW (the table: 336.5, 673.0)
+    assert (row["through_kw"], row["failover_through_kw"]) == (336.495, 672.99)
+    assert row["carried_kw"] == max(row["through_kw"], row["failover_through_kw"])
+    lone = [f for f in summary["feeder_list"] if f["failover_kw"] is None]
+    assert all(f["failover_through_kw"] is None for f in lone)
+
+
 _TOWERS = """
 import stdlib.cooling { Centrifugal }
 gpu G { power = 700 W }

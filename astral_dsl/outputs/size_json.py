@@ -15,7 +15,7 @@ from astral_dsl.model.design import Design
 from astral_dsl.model.values import plane_label
 from astral_dsl.units import Quantity, format_number
 from astral_dsl.outputs.feeder_load import (battery_installed_ah, battery_not_declared_ah,
-                                          failover_share_w)
+                                          failover_share_w, failover_through_w, through_w)
 
 
 def _kw(w: Optional[float]) -> Optional[float]:
@@ -235,6 +235,10 @@ def feeder_json(f) -> Dict[str, Any]:
         "low_voltage_v": _r(f.low_voltage_v), "low_voltage_from": f.low_voltage_from,
         "load_kw": _kw(f.load_w), "network_kw": _kw(f.network_w),
         "normal_kw": _kw(f.normal_w), "failover_kw": _kw(failover_share_w(f)),
+        # the power through it in each case (its share over its efficiency): size's columns
+        # `through` and `failover`, what E621 compares with its capacity
+        "through_kw": _kw(through_w(f, f.normal_w)),
+        "failover_through_kw": _kw(failover_through_w(f)),
         "average_kw": _kw(f.average_w), "carried_kw": _kw(f.carried_w),
         "capacity_kw": _kw(f.capacity_w), "efficiency": _r(f.efficiency, 6),
         "current_a": _r(f.current_a), "conductor_current_a": _r(f.conductor_current_a),
