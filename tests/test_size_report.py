@@ -18,6 +18,7 @@ import pytest
 import astral_dsl
 from astral_dsl.cli.size import terminal_width
 from astral_dsl.outputs.size_report import render_report
+from astral_dsl.outputs.feeder_load import failover_share_w
 from astral_dsl.units import readable
 from clirun import astral as _astral_cli  # noqa: E402
 
@@ -299,8 +300,10 @@ def test_a_failure_leaves_the_installed_equipment_alone(reference, summary):
     assert (down.count, down.running, down.normal_w) == (1, 0, 0.0)
     assert down.rectifier_modules_needed == 15 and down.battery_required_ah == \
         pytest.approx(652_800 / 198 * 0.25 * 1.25 * 1.1)
-    # the surviving side carries the whole row, and that is its failover load too
-    assert other.normal_w == other.failover_w == pytest.approx(652_800)
+    # the surviving side carries the whole row now; with one more failed (it too) nothing is
+    # left to carry it: its failover is none, not what it carries now
+    assert other.normal_w == pytest.approx(652_800) and other.failover_w == 0.0
+    assert failover_share_w(other) is None and other.degraded
 
 
 def test_under_a_scenario_each_part_is_named_in_its_own_replica(reference):

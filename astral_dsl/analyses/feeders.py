@@ -63,6 +63,10 @@ class FeederResult:
     recharge_w: float = 0.0        # its batteries' recharge, on top of the load (per feeder)
     mechanical_w: float = 0.0      # of load_w: the facility's own consumers (`mechanical`)
     equipment_v: Optional[float] = None   # at the equipment at the batteries' end of discharge
+    degraded: bool = False         # a scenario failed a feeder it shares its load with: normal_w
+    #                                is what it carries now, failover_w with one more failed
+    battery_w: float = 0.0         # what its batteries are sized to supply (the power through it)
+    battery_for: str = ""          # which share that is: normal | failover | scenario (DUTY)
 
     @property
     def rating(self) -> Optional[float]:
@@ -72,10 +76,17 @@ class FeederResult:
         return self.capacity_w
 
     @property
+    def worst_w(self) -> float:
+        """The largest share it is checked at: normal or failover; under a scenario that
+        failed a feeder it shares its load with, what it carries now (one more failure is no
+        state it is designed for)."""
+        return self.normal_w if self.degraded else max(self.normal_w, self.failover_w)
+
+    @property
     def carried_w(self) -> float:
-        """What flows through the feeder where its current is worst: its larger share (normal
-        or failover), divided by its own efficiency."""
-        return max(self.normal_w, self.failover_w) * self.input_ratio
+        """What flows through the feeder where its current is worst: `worst_w` divided by its
+        own efficiency."""
+        return self.worst_w * self.input_ratio
 
 
 def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
@@ -105,23 +116,19 @@ def _served_key(f: Instance, items) -> Tuple:
 
 def _shares(load: float, count: int, sides: int, partners: int, alive_partners: int,
             down: bool) -> Tuple[float, float]:
-    """(normal share, share with one more feeder failed) of one of `count` identical feeders on
-    one of `sides` sides, `partners` of the other sides (`alive_partners` in service); `down`:
-    one of its own `count` has failed already (a scenario)."""
+    """(share it carries now, share with one more feeder failed) of one of `count` identical
+    feeders on one of `sides` sides, `partners` of the other sides (`alive_partners` in
+    service); `down`: one of its own `count` has failed already (a scenario). Without a
+    scenario the first is its normal share; under one, what it carries with the scenario's
+    failures, and the second what it would carry if one more failed (0: none would be left)."""
     running = count - 1 if down else count
     if running <= 0:
         return 0.0, 0.0
-    if partners and not alive_partners:
-        normal = load / running               # the other side is down: this one carries all
-    elif down:
-        normal = load / (running * (1 + alive_partners)) if alive_partners else load / running
-    else:
-        normal = load / (running * sides)
-    if down or alive_partners < partners:
-        return normal, normal                 # degraded already: what it carries now
-    if alive_partners:
-        return normal, load / running
-    return normal, load / (running - 1) if running > 1 else 0.0
+    # the sides in service share the load, each over the feeders it has running
+    now = load / (running * (1 + alive_partners))
+    if alive_partners:           # one more failure: another side lost, this one carries all
+        return now, load / running
+    return now, load / (running - 1) if running > 1 else 0.0
 
 
 def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cache, failed,
@@ -160,9 +167,14 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
     down = f.path in failed
     running = count - 1 if down else count
     normal, failover = _shares(load, count, sides, len(partners), len(alive_partners), down)
+    # a scenario has failed a feeder this one shares its load with: `normal` is what it
+    # carries now and `failover` what one more failure would leave it, a double failure that
+    # no check holds it to (E621 is the design's N-1)
+    degraded = down or len(alive_partners) < len(partners)
     # what the installed equipment is sized for: the design load, whatever a scenario failed
     # (a failure changes what flows, never how many modules or strings are installed)
-    design = max(_shares(load, count, sides, len(partners), len(partners), False))
+    healthy = _shares(load, count, sides, len(partners), len(partners), False)
+    design = max(healthy)
     dark = down and running == 0 and not alive_partners
     if dark:
         diags.append(_err("E628", f"feeder `{f.path}` is down and nothing backs it: "
@@ -174,7 +186,7 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
     # carry the load divided by its efficiency; a rectifier's efficiency is upstream of a DC feeder
     own = _si(f.field("efficiency"))
     through = 1 / own if own else 1.0
-    carried = max(normal, failover)
+    carried = normal if degraded else max(normal, failover)
     low, low_from = feeder_voltage.lowest(f, kind, voltage, resolve, diags, load > 0)
     current = conductors.current(kind, carried * through, low, f)
     if capacity is None and load > 0:
@@ -182,13 +194,14 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                                    f"{readable.power(carried * through)} it carries are "
                                    f"not checked against a rating", f.span,
                            "declare `capacity = ...` (the feeder's rated power)"))
-    degraded = down or len(alive_partners) < len(partners)
     if capacity is not None and not unknown:     # an unknown count is sized to fit instead
         if normal * through > capacity * (1 + 1e-9):
             said, rating, tail = _against_rating(normal * through, capacity, rating_pf,
                                                  _of_load(normal, own))
-            diags.append(_err("E620", f"feeder `{f.path}` carries {said} in "
-                                      f"normal operation{tail}, above its capacity of {rating}",
+            when = "in normal operation" if not degraded else \
+                f"with one of its {count} failed" if down else "with the other side failed"
+            diags.append(_err("E620", f"feeder `{f.path}` carries {said} {when}{tail}, "
+                                      f"above its capacity of {rating}",
                               f.span_of("capacity"), _replicas(replicas, "feeder")))
         elif not degraded and failover * through > capacity * (1 + 1e-9):
             other = "the other side" if partners else "the remaining feeders"
@@ -202,15 +215,25 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                                                                diags, load > 0)
     at_equipment = feeder_voltage.end_of_discharge(f, resolve, low, low_from, current, drop,
                                                    carried * through, diags)
-    # the batteries hold the share each feeder in service carries (a failed one keeps its own),
-    # through the feeder's own conversion: they sit on its bus, upstream of it, as its conductors
-    # and rectifier do; the modules carry the design load (more if a scenario loads the feeder
-    # beyond it) and the batteries' recharge at the same time
-    share = load / max(running, 1)
-    b_current, b_required, b_available = battery(f, share * through, resolve, diags, reqs,
-                                                  replicas * count, _of_load(share, own))
+    # the batteries and the rectifier modules hold the same duty: the largest share the feeder
+    # is designed to carry, its share with one feeder failed where a peer backs it (more if a
+    # scenario loads it beyond that), through its own conversion (they sit on its bus, upstream
+    # of it, as its conductors do). IEEE Std 485 (clause 4, defining loads) sizes a battery for
+    # its duty cycle, the load it must supply for its autonomy in any state the system is
+    # designed to run in; a `count = N` group is designed to run N-1 until the failed feeder is
+    # repaired (E621 holds it to that), as a 2N side runs alone, and a utility outage in that
+    # time is ridden through on the batteries of the feeders left (a 2N UPS's batteries are
+    # rated for the whole load its side may carry alone). Sizing them for the normal share left
+    # an N-1 group's batteries short by 1/(N-1) of the load: 10 min at 183.6 kW on 134 Ah.
+    duty = max(design, carried)
+    duty_for = _duty_for(degraded and carried > design * (1 + 1e-9),
+                         healthy[1] > healthy[0] * (1 + 1e-9))
+    b_current, b_required, b_available = battery(f, duty * through, resolve, diags, reqs,
+                                                  replicas * count,
+                                                  _of_load(duty, own, "" if duty_for == "normal"
+                                                           else DUTY[duty_for]))
     refill = recharge(f, b_available or b_required, voltage, resolve, diags)
-    needed, declared, no_load = rectifier(f, max(design, carried) * through + refill, resolve,
+    needed, declared, no_load = rectifier(f, duty * through + refill, resolve,
                                           diags, reqs, replicas * count, refill)
     eff = _si(f.field("efficiency"))
     rect = resolve(f.field("rectifier"))
@@ -229,7 +252,19 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                         through, network_w, normal * average / load if load else 0.0, running,
                         dark=dark, no_load_w=no_load, recharge_w=refill,
                         mechanical_w=mechanical[0], equipment_v=at_equipment,
-                        rating_pf=rating_pf)
+                        rating_pf=rating_pf, degraded=degraded,
+                        battery_w=duty * through if b_required is not None else 0.0,
+                        battery_for=duty_for if b_required is not None else "")
+
+
+# what a feeder's batteries (and rectifier modules) are sized for, as the outputs say it
+DUTY = {"normal": "its load, which no other feeder backs",
+        "failover": "its share with one feeder failed",
+        "scenario": "what it carries under the scenario, above its share with one failed"}
+
+
+def _duty_for(scenario: bool, backed: bool) -> str:
+    return "scenario" if scenario else "failover" if backed else "normal"
 
 
 def rated_capacity(f: Instance, kind: str) -> Tuple[Optional[float], Optional[float]]:
@@ -282,11 +317,13 @@ def _replicas(n: int, what: str) -> Optional[str]:
     return f"the same holds for all {n:,} such {what}s" if n > 1 else None
 
 
-def _of_load(load: float, own: Optional[float]) -> str:
-    if not own or own >= 1:
-        return ""
-    return f" ({readable.power(load, 3)} of load at " \
-           f"{format_number(round(own * 100, 4))} % efficiency)"
+def _of_load(load: float, own: Optional[float], what: str = "") -> str:
+    """How a power through the feeder comes from `load` (and `what` that load is)."""
+    bits = [what] if what else []
+    if own and own < 1:
+        bits.append(f"{readable.power(load, 3)} of load at "
+                    f"{format_number(round(own * 100, 4))} % efficiency")
+    return f" ({'; '.join(bits)})" if bits else ""
 
 
 def _feeders_needed(load: float, capacity: Optional[float], sides: int, backed: bool) -> int:

@@ -249,6 +249,10 @@ def feeder_json(f) -> Dict[str, Any]:
         "battery_current_a": _r(f.battery_current_a),
         "battery_required_ah": _r(f.battery_required_ah, 2),
         "battery_available_ah": _r(f.battery_available_ah, 2),
+        # what its batteries are sized to supply for their autonomy (the power through it), and
+        # which share that is: normal | failover | scenario (null: no battery sized)
+        "battery_kw": _kw(f.battery_w) if f.battery_for else None,
+        "battery_for": f.battery_for or None,
         "equipment_v": _r(f.equipment_v, 4), "recharge_kw": _kw(f.recharge_w),
         "no_load_kw": _kw(f.no_load_w), "mechanical_kw": _kw(f.mechanical_w),
     }

@@ -6,6 +6,7 @@ from typing import List
 
 from astral_dsl.analyses import formulas, network_groups
 from astral_dsl.analyses.engineering import Engineering
+from astral_dsl.analyses.feeders import DUTY
 from astral_dsl.analyses.network_failures import declared
 from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
@@ -106,9 +107,15 @@ def _ratings(fs) -> List[str]:
 
 def _feeders(eng: Engineering) -> List[Table]:
     fs = all_feeders(eng)
-    load = Table("Feeders: peak load, in normal operation and with one feeder failed",
+    # under a scenario that failed a feeder, the shares are what each carries now and with one
+    # more failed (analyses/feeders.py: `degraded`), and the headers say so
+    failed = any(f.degraded for f in fs)
+    now, more = ("now", "one more") if failed else ("normal", "failover")
+    when = ("under the scenario's failures and with one more feeder failed" if failed else
+            "in normal operation and with one feeder failed")
+    load = Table(f"Feeders: peak load, {when}",
                  [Field("feeder", True), Field("x"), Field("type", True), Field("V"),
-                  Field("load"), Field("normal"), Field("through"), Field("failover"),
+                  Field("load"), Field(now), Field("through"), Field(more),
                   Field("capacity")])
     # the failover column is, as `through`, the power through the feeder (its share over its
     # efficiency): the figure E621 compares with its capacity
@@ -125,10 +132,13 @@ def _feeders(eng: Engineering) -> List[Table]:
         kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (
             " net" if f.network_w else " mech" if f.mechanical_w else "")
         load.add(f.path, x, kind, format_number(f.voltage_v), *[col[i] for col in loads])
-    load.lines.append("through, failover: the feeder's share of the load over its efficiency "
-                      "(against its capacity), in normal operation and with one feeder failed")
+    load.lines.append(f"through, {more}: the feeder's share of the load over its efficiency "
+                      f"(against its capacity), {when}"
+                      + ("; for a feeder that shares its load with a failed one, a second "
+                         "failure, which no check holds it to" if failed else ""))
     if any(w is None for w in failover):
-        load.lines.append("failover -: no feeder is left to carry the load when one fails")
+        load.lines.append(f"{more} -: no feeder is left to carry the load when one "
+                          f"{'more ' if failed else ''}fails")
     wires = Table("Feeders: current at the lowest voltage they run at, conductors, equipment",
                   [Field("feeder", True), Field("current"), Field("at"),
                    Field("voltage drop"), Field("rectifiers"), Field("battery")])
@@ -150,6 +160,9 @@ def _feeder_lines(fs) -> List[str]:
             bits.append(f"the equipment sees {format_number(round(f.equipment_v, 2))} V at the "
                         f"batteries' end of discharge ({format_number(round(f.low_voltage_v, 2))}"
                         f" V less the {format_number(round(f.voltage_drop_v, 2))} V drop)")
+        if f.battery_for:
+            bits.append(f"batteries sized for {readable.power(f.battery_w)}, "
+                        f"{DUTY[f.battery_for]} (IEEE 485)")
         if f.recharge_w:
             bits.append(f"rectifiers sized for the load and {readable.power(f.recharge_w)} of "
                         f"battery recharge")

@@ -198,7 +198,9 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
             what = "carries" if ctx.scenario else "normal"
             lines.append(Line(f"{what} {watts(through_w(r, r.normal_w))}{share}", bold=True))
         if r.failover_w:
-            other = "other side down" if partner else f"one of {r.count} down"
+            # under a scenario that failed a feeder sharing its load: one more failure
+            other = "one more down" if r.degraded else \
+                "other side down" if partner else f"one of {r.count} down"
             share = f" ({percent(loading(r, r.failover_w))})" if cap else ""
             lines.append(Line(f"{other}: {watts(through_w(r, r.failover_w))}{share}",
                               small=True))
@@ -209,7 +211,7 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
                               small=True))
         if r.input_ratio != 1.0 and not (failed and r.normal_w == 0):
             lines.append(Line(f"{percent(1 / r.input_ratio)} efficient: "
-                              f"{watts(max(r.normal_w, r.failover_w))} of load", small=True))
+                              f"{watts(r.worst_w)} of load", small=True))
         elif r.efficiency and current != "dc":
             lines.append(Line(f"{percent(r.efficiency)} efficient", small=True))
     parts = [f]

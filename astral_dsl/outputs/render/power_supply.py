@@ -65,7 +65,7 @@ def supply(canvas: Canvas, ctx, side: str, items) -> None:
             #                     `count` none): through their conversion, their rectifier's
             #                     included (its input is this supply's output)
             normal += reps * r.running * drawn_w(r, r.normal_w)
-            alone += reps * r.running * drawn_w(r, max(r.normal_w, r.failover_w))
+            alone += reps * r.running * drawn_w(r, r.worst_w)
         kinds.add("DC" if (sym(f.field("current")) or "dc") == "dc" else "AC")
     head = f"side {side} supply" if side else "supply"
     canvas.node(f"supply_{side or 'x'}", [
