@@ -177,13 +177,31 @@ def _order(item) -> Tuple[int, float]:
     return (0, 0.0) if u is None else (1, u)
 
 
+@records.frozen
+class Approach:
+    """What E651 compares: a loop's or air unit's supply (degC) against its facility-water
+    circuit's supply plus its heat exchanger's approach (K; `declared` False: the default)."""
+    unit: str                 # the loop's or air unit's path
+    kind: str                 # loop | air
+    circuit: str
+    supply_c: float
+    water_c: float
+    approach_k: float
+    declared: bool
+
+    @property
+    def reachable_c(self) -> float:
+        """The coldest supply the exchanger delivers."""
+        return self.water_c + self.approach_k
+
+
 def approach(unit: Instance, exchanger: Optional[Instance], circuit: Instance,
-             diags: List[Diagnostic]) -> None:
+             diags: List[Diagnostic]) -> Optional[Approach]:
     """E651 when the unit's supply is colder than its circuit's plus the approach; W641 when
-    the approach is a default."""
+    the approach is a default. Returns what was compared (None: a supply not declared)."""
     supply, water = _deg(unit.field("supply")), _deg(circuit.field("supply"))
     if supply is None or water is None:
-        return
+        return None
     holder = exchanger if unit.kind == "loop" else unit
     declared = _si(holder.field("approach")) if holder is not None else None
     default = LIQUID_APPROACH_K if unit.kind == "loop" else AIR_APPROACH_K
@@ -209,6 +227,7 @@ def approach(unit: Instance, exchanger: Optional[Instance], circuit: Instance,
             f"best", unit.span_of("supply"),
             f"supply at least {format_number(round(need, 6))} degC, or draw on colder facility "
             f"water (`facility = ...`: e.g. a chilled-water circuit)"))
+    return Approach(unit.path, unit.kind, circuit.path, supply, water, gap, declared is not None)
 
 
 def size(circuit: Instance, replicas: int, draws: List[Draw], extra: Tuple[float, float],

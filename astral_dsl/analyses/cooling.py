@@ -16,7 +16,7 @@ from astral_dsl.analyses import climate as climates
 from astral_dsl.analyses import facility as plant
 from astral_dsl.analyses import formulas, humid_air
 from astral_dsl.analyses.air import AirResult, analyse_air, uncooled_network
-from astral_dsl.analyses.circuits import Circuits, approach
+from astral_dsl.analyses.circuits import Approach, Circuits, approach
 from astral_dsl.analyses.facility import Demand, FacilityResult
 from astral_dsl.analyses.loops import LoopResult, analyse_loop, liquid_heat
 from astral_dsl.analyses.served import Served
@@ -49,6 +49,7 @@ class CoolingResult:
     average: Optional[Demand] = None     # the facility's draw by component, annual average
     peak: Optional[Demand] = None        # and at the peak hour (the utility point)
     facility: Optional[FacilityResult] = None
+    approaches: Tuple[Approach, ...] = ()   # each unit's supply against its circuit's (E651)
 
 
 def _si(v) -> Optional[float]:
@@ -198,13 +199,14 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     elif cooled:
         _heat_paths(design, mult, served, loops, air, cache, diags)
     by_path = {i.path: i for _, i in mult.values()}
+    approaches = []                # what E651 compared, for the margins
     for unit in loops + air:
         inst = by_path.get(unit.path)
         for circuit in {id(c): c for c, _, _ in (assign.split(inst, unit.replicas)
                                                  if inst is not None else ())
                         if c is not None}.values():
             cdu = resolve(inst.field("cdu")) if inst.kind == "loop" else None
-            approach(inst, cdu, circuit, diags)
+            approaches.append(approach(inst, cdu, circuit, diags))
     per, lost = plant.draws(loops, air, by_path, assign.split, diags)
     if cooled and root is not None:
         _unrejected(assign, lost, root, diags)
@@ -222,7 +224,8 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     return CoolingResult(total_liquid, total_power + network_w - total_liquid, tuple(loops),
                          tuple(air), average.pumps_w, average.fans_w, average.chillers_w,
                          average.total_w, pue, classes[0] if classes else None, tuple(diags),
-                         tuple(reqs), average.cdus_w, average, peak, result)
+                         tuple(reqs), average.cdus_w, average, peak, result,
+                         tuple(a for a in approaches if a is not None))
 
 
 def _sea_level(design: Design, air) -> List[Diagnostic]:

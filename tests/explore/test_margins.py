@@ -770,3 +770,76 @@ def test_the_memory_margin_says_what_it_takes_in_place_of_the_rules_choice(tmp_p
         in interleaved, interleaved
     auto = note("recompute = full", "recompute = auto")
     assert "; at recompute = full, no layer offloaded, the least memory" in auto, auto
+
+
+HEAT_PATHS = """
+param limit = 45 kW
+param water_c = 20 degC
+param approach_k = 5 K
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 4 x R
+  air room {
+    supply = 27 degC, rise = 12 K, max_rack_heat = limit, approach = approach_k
+    fan_power_ratio = 2 %, dew_point = 12 degC
+  }
+  facility water { supply = water_c, rise = 6 K }
+}
+"""
+
+
+def test_the_heat_to_air_per_rack_has_its_margin(tmp_path):
+    """E644's limit: a rack's heat to air within its air unit's `max_rack_heat`. `check
+    --margins` listed no limit for it, so a margin report said nothing of a checked limit."""
+    report = margins.analyse(str(_write(tmp_path, HEAT_PATHS)))
+    m = _by_label(report)["heat to air of a rack under air unit S.room (its `max_rack_heat`)"]
+    # 4 hosts x 10 kW, all of it to air, against 45 kW: line 10 (the text opens with a newline),
+    # at the value of `max_rack_heat`, where E644 points
+    assert m.limit.kind == "air_rack" and m.limit.unit == "kW"
+    assert (m.limit.lhs, m.limit.rhs, m.limit.margin) == (40e3, 45e3, 5e3)
+    assert (m.limit.line, m.limit.column) == (10, 52)
+    assert _ranges(m)["limit"].low == pytest.approx(40e3, rel=1e-4)
+    broken = _by_label(margins.analyse(str(_write(tmp_path, HEAT_PATHS)), {"limit": "35 kW"}))
+    assert not broken["heat to air of a rack under air unit S.room (its `max_rack_heat`)"] \
+        .limit.holds
+    from astral_dsl.pipeline import check
+    from astral_dsl.workspace import Workspace
+
+    at = check(Workspace.open(str(tmp_path / "d.astral"), {"limit": "35 kW"}))
+    (e,) = [d for d in at.diagnostics if d.code == "E644"]
+    assert (e.span.start.line, e.span.start.column) == (10, 52)
+
+
+def test_the_supply_reachable_from_the_facility_water_has_its_margin(tmp_path):
+    """E651's limit: the facility water's supply plus the coil's approach at or below the air
+    unit's supply (a temperature: the margin in K). `check --margins` listed none."""
+    report = margins.analyse(str(_write(tmp_path, HEAT_PATHS)))
+    label = "facility water S.water plus the coil's approach, within the supply of air unit S.room"
+    m = _by_label(report)[label]
+    # 20 degC + 5 K = 25 degC against the 27 degC supply: 2 K; at the unit's `supply` (line 10)
+    assert m.limit.kind == "approach" and m.limit.point
+    assert m.limit.lhs == pytest.approx(273.15 + 25) and m.limit.rhs == pytest.approx(273.15 + 27)
+    assert m.limit.margin == pytest.approx(2.0)
+    assert m.limit.line == 10
+    assert "plus a 5 K approach (declared)" in m.limit.note
+    rs = _ranges(m)
+    assert rs["water_c"].method == "numeric" and rs["water_c"].high == pytest.approx(273.15 + 22,
+                                                                                  abs=0.01)
+    assert rs["approach_k"].high == pytest.approx(7.0, abs=0.01)
+    # as E651 fires: past 22 degC the limit is broken
+    checked = _by_label(margins.analyse(str(_write(tmp_path, HEAT_PATHS)), {"water_c": "23 degC"}))
+    assert not checked[label].limit.holds
+    from astral_dsl.pipeline import check
+    from astral_dsl.workspace import Workspace
+
+    at = check(Workspace.open(str(tmp_path / "d.astral"), {"water_c": "23 degC"}))
+    assert "E651" in {d.code for d in at.diagnostics}
+
+
+def test_the_cli_margins_name_the_heat_path_limits(tmp_path, capsys):
+    assert main(["check", "--margins", str(_write(tmp_path, HEAT_PATHS))]) == 0
+    out = capsys.readouterr().out
+    assert "heat to air of a rack under air unit S.room (its `max_rack_heat`): 40 kW <= 45 kW" \
+        in out
+    assert "within the supply of air unit S.room: 25 degC <= 27 degC (margin 2 K; holds)" in out

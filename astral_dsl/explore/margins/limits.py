@@ -4,7 +4,8 @@ limits (rack and row power limits, feeder capacity in normal operation and with 
 failed, the facility's own feeders included, the transformer stages' rating with the units
 their redundancy leaves in service, CDU capacity with and without a failed CDU, the
 coolant supply against the GPUs' cold plates, fabric oversubscription; equipment.py:
-batteries, rectifier modules, ampacity, voltage drop, coolant flow; memory.py: the memory of
+batteries, rectifier modules, ampacity, voltage drop, coolant flow; heat_paths.py: heat to air
+per rack, the supply reachable from the facility water; memory.py: the memory of
 each job). Each
 limit is `lhs <= rhs` (or `lhs == rhs`) in SI units, with sympy shadows of both sides when the
 quantities are algebraic in the parameters."""
@@ -24,7 +25,8 @@ class Limit:
     kind: str                 # check | power_limit | feeder | feeder_failover | transformer |
     #                           cdu | cdu_n1 | coolant | oversubscription | memory | battery |
     #                           rectifier | ampacity | voltage_drop | flow | cdu_flow |
-    #                           cdu_flow_n1 (equipment.py)
+    #                           cdu_flow_n1 (equipment.py) | air_rack | approach
+    #                           (heat_paths.py)
     label: str
     lhs: float                # SI
     rhs: float
@@ -84,6 +86,7 @@ def collect(ws, ev: Shadows, checked) -> List[Limit]:
     eng = checked.engineering
     if eng is not None:
         from astral_dsl.explore.margins.equipment import feeder_equipment, loop_flows
+        from astral_dsl.explore.margins.heat_paths import air_per_rack, approaches
 
         out.extend(_feeders(ev, frames, eng))
         out.extend(feeder_equipment(eng, checked.design))
@@ -91,6 +94,8 @@ def collect(ws, ev: Shadows, checked) -> List[Limit]:
         out.extend(_loops(eng, frames))
         out.extend(_coolant(eng, checked.design))
         out.extend(loop_flows(eng, checked.design))
+        out.extend(air_per_rack(eng, checked.design))
+        out.extend(approaches(eng, checked.design))
         out.extend(_fabrics(eng, checked.design))
     from astral_dsl.explore.margins.memory import job_memory
 
