@@ -34,7 +34,7 @@ def test_check_strict_passes():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # the two stated assumptions the example accepts (W212): the trays' mezzanine NICs' 4 x 25 W
     # and their BlueField-3 DPUs' 2 x 75 W
-    assert proc.stdout.rstrip().endswith("IT power 1,827.8 kW [ok, 2 accepted]")
+    assert proc.stdout.rstrip().endswith("IT power 1,957.4 kW [ok, 2 accepted]")
     assert "accepted: 2 warning(s)\n  W212 " in proc.stdout
     assert "nic `BlueField3` states no `power`: assumed 75 W" in proc.stdout
     assert "warning[" not in proc.stdout and "Traceback" not in proc.stderr
@@ -47,11 +47,11 @@ def test_it_sizes():
     assert doc["valid"] and doc["diagnostics"] == []
     s = doc["summary"]
     chosen = {(c["path"], c["field"]): c["value"] for c in doc["chosen"]}
-    # 3 feeders of 500 kW per scalable unit (871.2 kW: 2 carry it with one lost), 15 sidecar
-    # modules of 33 kW each (the failover 435.6 kW through the shelves' 97.5 % = 446.8 kW -> 14,
+    # 3 feeders of 500 kW per scalable unit (936 kW: 2 carry it with one lost), 16 sidecar
+    # modules of 33 kW each (the failover 468 kW through the shelves' 97.5 % = 480 kW -> 15,
     # N+1), 2 CDUs
     assert chosen[("Hall.sus[0].hvdc", "count")] == "3"
-    assert chosen[("Hall.sus[0].hvdc.rectifier", "modules")] == "15"
+    assert chosen[("Hall.sus[0].hvdc.rectifier", "modules")] == "16"
     assert s["facility"]["climate"] == "stdlib/climate/723170TYA.CSV"
     assert s["facility"]["utility_peak_kw"] > s["it_power_kw"]
     assert {c["path"] for c in s["facility"]["circuits"]} == {"Warm", "Chilled"}
@@ -77,12 +77,14 @@ def test_rack_power_against_nvidia(hall):
     # Enterprise RA "NVL72 AI Factory" lists for a GB300 NVL72 rack, the other half redundant);
     # designed at 150 kW; a DGX SuperPOD GB200 scalable unit of 8 racks: 1.2 MW
     # (NVIDIA DGX SuperPOD GB200 reference architecture). The model counts the trays and switch
-    # trays: 18 x 5.65 + 9 x 0.8 = 108.9 kW, the rest of the reported figure being the shelves'
-    # losses, fans and management, which the feeders' efficiency carries.
+    # trays: 18 x 5.65 + 9 x 0.8 = 108.9 kW; the hall's racks add [assumed] 8.1 kW for their
+    # management switches, fans and the trays' other parts (120 kW less the shelves' 2.5 %, the
+    # feeders' efficiency, is 117 kW at the busbar): 117 kW, and 120 kW through the shelves
     racks = [i for i in hall.design.instances if i.kind == "rack"]
     (rack,) = racks
     kw = power_of(rack, {}).si / 1e3
-    assert kw == pytest.approx(18 * 5.65 + 9 * 0.8)
+    assert kw == pytest.approx(18 * 5.65 + 9 * 0.8 + 8.1)
+    assert kw == pytest.approx(120 * 0.975)
     assert 0.85 * 120 <= kw <= 120 <= 132
     su = next(i for i in hall.design.instances if i.kind == "block")
     assert power_of(su, {}).si / 1e3 == pytest.approx(8 * kw)
@@ -92,12 +94,29 @@ def test_rack_power_against_nvidia(hall):
     assert f.load_w * f.input_ratio <= 1.2e6
 
 
+def test_the_hall_counts_the_racks_parts_besides_their_trays_and_its_transformers_carry_it(hall):
+    """stdlib's NVL72 counts its trays (108.9 kW) and not its management switches, fans and the
+    trays' other parts; the hall counted those as 0 W and its 2N pair of 2,500 kVA transformers
+    passed at 2.36 MVA. With the rack at the ~120 kW reported (117 kW at its busbar: 8.1 kW of
+    [assumed] parts, all on the air) the site peaks at 2.4 MW, 2.53 MVA at power factor 0.95:
+    more than one 2,500 kVA unit, so each side of the 2N has two."""
+    rest = next(i for i in hall.design.instances if i.kind == "switch" and i.template == "RackRest")
+    assert power_of(rest, {}).si == pytest.approx(8.1e3)
+    (t,) = hall.engineering.cooling.facility.transformers
+    kva = t.peak_load_w / t.power_factor
+    assert kva == pytest.approx(2.527e6, rel=1e-3) and 2.5e6 < kva <= 2 * 2.5e6
+    assert (t.count, t.redundancy, t.capacity_w) == (4, "two_n", 2.5e6)
+    # all of the parts' heat on the air: the racks' liquid heat is the trays' 85 %, unchanged
+    room = next(a for a in hall.engineering.cooling.air if a.path == "Hall.sus[0].room")
+    assert room.heat_w == pytest.approx(8 * (0.15 * (18 * 5.65 + 9 * 0.8) + 8.1) * 1e3)
+
+
 def test_liquid_share_against_nvidia(hall):
     # NVIDIA lists the GPUs, Graces, NICs and NVLink switch ASICs as liquid-cooled, and no share:
     # they draw 2 x 2,700 W + 4 x 25 W = 5.5 kW of a tray's 5.65 kW (97 %), an upper bound on the
     # share cold plates can take; the design takes [assumed] 85 %, and its loops carry exactly
-    # that share of the racks' heat (the switches' own on the air: none of their fabric is
-    # on a loop)
+    # that share of the trays' heat (the racks' other parts and the switches' own on the air:
+    # none of their fabric is on a loop)
     bound = (2 * 2700 + 4 * 25) / 5650
     assert bound == pytest.approx(0.973, abs=1e-3)
     (loop,) = hall.engineering.cooling.loops

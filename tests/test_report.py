@@ -383,7 +383,7 @@ def test_feeder_table_shows_the_power_through_the_feeder(small_review):
 def test_feeder_table_lists_the_facility_consumers_feeders_as_astral_size_does():
     """`astral size` lists the feeders of the facility's own consumers (`mechanical = true`)
     beside the IT feeders; the review's feeder table left them out, so the gb200 hall's 2N pair
-    of 400 V feeds (303.4 kW each with the other failed, of 400 kW) was in the text only."""
+    of 400 V feeds (326.4 kW each with the other failed, of 400 kW) was in the text only."""
     from astral_dsl.outputs.report.sizing import engineering_tables
 
     eng = astral_dsl.check(REPO / "examples" / "gb200_nvl72.astral").engineering
@@ -393,8 +393,8 @@ def test_feeder_table_lists_the_facility_consumers_feeders_as_astral_size_does()
     got = {r[0]: r for r in rows}
     assert list(got) == ["Hall.net", "Hall.sus[0].hvdc", "Hall.mech_a", "Hall.mech_b"]
     # feeder, feeders, type, side, V, load, normal, through, through with one failed, capacity
-    assert got["Hall.mech_a"][:10] == ["Hall.mech_a", "1", "ac mech", "A", "400", "303.411",
-                                       "151.705", "151.705", "303.411", "400"]
+    assert got["Hall.mech_a"][:10] == ["Hall.mech_a", "1", "ac mech", "A", "400", "326.403",
+                                       "163.202", "163.202", "326.403", "400"]
     assert got["Hall.net"][2] == "dc net"
 
 def test_scenario_matrix_on_the_page(small_review):

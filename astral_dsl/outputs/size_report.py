@@ -167,7 +167,12 @@ def _feeder_lines(fs) -> List[str]:
             bits.append(f"rectifiers sized for the load and {readable.power(f.recharge_w)} of "
                         f"battery recharge")
         if f.no_load_w:
-            bits.append(f"{readable.power(f.no_load_w)} at no load")
+            # what the installed modules draw whatever the load (their `no_load_loss`), per
+            # feeder: the feeder itself does not draw it
+            modules = f.rectifier_modules or f.rectifier_modules_needed
+            bits.append(f"its {modules} rectifier modules draw {readable.power(f.no_load_w)} at "
+                        f"no load" if modules else
+                        f"its rectifier draws {readable.power(f.no_load_w)} at no load")
         if bits:
             out.append(f"{f.path}: " + "; ".join(bits))
     return out
