@@ -161,3 +161,11 @@ def test_a_forecast_names_the_placement_as_written(hall):
     # on 16 of each rack's 18 trays (`hosts_per_rack = 16`, the recipe's 64 GPUs a domain)
     assert seer.forecast(hall.design, job="deepseek_v3").placement == \
         "Hall.sus[0] (the first 16 hosts of each rack)"
+
+
+def test_the_size_text_says_whose_no_load_draw_it_is():
+    """The sidecar's 16 modules of 33 kW draw 0.5 % of their rating whatever the load (stdlib's
+    SidecarRack): 2.64 kW per feeder. The line read `Hall.sus[0].hvdc: 2.5 kW at no load`, as if
+    the feeder drew it."""
+    out = " ".join(_cli("size", "examples/gb200_nvl72.astral").stdout.split())
+    assert "Hall.sus[0].hvdc: its 16 rectifier modules draw 2.6 kW at no load" in out
