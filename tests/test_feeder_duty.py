@@ -186,3 +186,18 @@ scenario lose_a { fail S.rows[0].a }
     (e,) = [d for o in checked.scenarios for d in o.broken if d.code == "E620"]
     assert e.message == ("feeder `S.rows[0].b` carries 200 kW with the other side failed, above "
                          "its capacity of 150 kW")
+
+
+def test_the_review_pages_feeder_table_says_what_the_batteries_were_sized_for():
+    import re
+
+    from astral_dsl.outputs.report.sizing import engineering_tables
+
+    page = engineering_tables(_checked().engineering).split('id="size-feeders"')[1]
+    page = page.split("</table>")[0]
+    head = [re.sub("<[^>]+>", "", c).strip() for c in page.split("</th>")[:-1]]
+    (row,) = [[re.sub("<[^>]+>", "", c).strip() for c in r.split("</td>")[:-1]]
+              for r in page.split("</tr>")[1:-1]]
+    got = dict(zip(head, row))
+    assert (got["battery sized for kW"], got["battery sized for"]) == \
+        ("150", "its share with one feeder failed")

@@ -7,6 +7,7 @@ from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.facility import COMPONENTS
+from astral_dsl.analyses.feeders import DUTY
 from astral_dsl.outputs.feeder_load import all_feeders, failover_through_w, loading, through_w
 from astral_dsl.outputs.report.bom import bom_lines
 from astral_dsl.outputs.report.html import esc, tag
@@ -39,7 +40,8 @@ def engineering_tables(eng) -> str:
             ["feeder", "feeders", "type", "side", "V", "load kW", "normal kW", "through kW",
              "through, one failed kW", "capacity kW", "normal % of capacity", "current A", "at V",
              "voltage drop %",
-             "rectifier modules", "needed", "battery Ah needed", "battery Ah installed"],
+             "rectifier modules", "needed", "battery Ah needed", "battery Ah installed",
+             "battery sized for kW", "battery sized for"],
             [[f.path, f.replicas * f.count,
               f.current_type + (" net" if f.network_w else " mech" if f.mechanical_w else ""),
               f.side, f.voltage_v, _kw(f.load_w),
@@ -49,7 +51,9 @@ def engineering_tables(eng) -> str:
               round(f.drop_ratio * 100, 3) if f.drop_ratio is not None else None,
               f.rectifier_modules, f.rectifier_modules_needed,
               round(f.battery_required_ah, 1) if f.battery_required_ah else None,
-              round(f.battery_available_ah, 1) if f.battery_available_ah else None]
+              round(f.battery_available_ah, 1) if f.battery_available_ah else None,
+              # the load its batteries ride through and which share that is (feeders.DUTY)
+              _kw(f.battery_w) if f.battery_for else None, DUTY.get(f.battery_for)]
              for f in feeders], "Feeders (normal operation and with one feeder failed)",
             tid="size-feeders"))
     if c.loops:
