@@ -411,6 +411,19 @@ def test_scenario_greys_the_failed_feeder_and_shows_the_other_side_carrying_all(
     assert "carries 673 kW (84.1 %)" in pic.text(utility)
     assert "97 % efficient: 652.8 kW of load" in pic.text(utility)
     assert "under scenario `hvdc_lost`" in pic.all_text()
+    # with its partner down nothing backs it: no "other side down" line (it read "other side
+    # down: 673 kW", what it carries now, with the other side down already)
+    assert "down:" not in pic.text(utility)
+
+
+@needs_dot
+def test_under_a_scenario_a_feeder_group_shows_what_one_more_failure_leaves_it():
+    # sizing.astral under one_feeder_down: 2 of row 0's 3 feeders carry its 367.2 kW, 183.6 kW
+    # each (61.2 % of 300 kW); one more down, the last carries all of it
+    pic = picture(REPO / "examples" / "sizing.astral", "power", scenario="one_feeder_down")
+    texts = [pic.text(g) for g in pic.with_text(r"^3 x feeder hvdc")]
+    assert any("carries 183.6 kW (61.2 %)" in t and "one more down: 367.2 kW (122.4 %)" in t
+               for t in texts), texts
 
 
 @needs_dot
