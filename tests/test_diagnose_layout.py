@@ -154,3 +154,27 @@ def test_a_dense_runs_traces_read_as_a_moe_job_are_not_compared(tmp_path):
                                                                           "dense.csv")]),
                               job="moe")
     assert "E792" not in {d.code for d in found.diagnostics}
+
+
+def test_a_runs_traces_without_context_parallelism_read_as_a_cp_job_are_not_compared(tmp_path):
+    """tiny.astral's 16 H100s run tp 4, dp 4; the job states tp 4, cp 2, dp 2. The traces'
+    DP groups ({0, 4, 8, 12}) are none of the job's groups, but a group of an unused kind is
+    not compared, and no CP process group or ring step is in them: E792, as for EP."""
+    from jobtext import job
+
+    model = ('model Mini { layers = 2, hidden = 2048, heads = 16, kv_heads = 8, ffn = 8192, '
+             'vocab = 32000, seq = 8192, activation = swiglu, source = "a test model" }\n')
+    base = (SMALL.parent / "tiny.astral").read_text(encoding="utf-8") + model
+    batch = "global_batch = 8, micro = 1, seq = 8192"
+    ran, stated = (astral_dsl.loads(base + job("ctx", "Mini", 16, parallel, batch, "Tiny"),
+                                    name="tiny.astral", root=SMALL.parent)
+                   for parallel in ("tp = 4, pp = 1, dp = 4", "tp = 4, cp = 2, pp = 1, dp = 2"))
+    data = generate(seer.forecast(ran, job="ctx"), diagnose.rank_map(ran, "ctx"), [],
+                    iterations=1, seed=3)
+    write.write_traces(data, str(tmp_path))
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(stated, observe.load([str(tmp_path)]), job="ctx")
+    [d] = [d for d in err.value.diagnostics if d.is_error]
+    assert d.code == "E792" and d.notes == (
+        "e.g. rank 0 lists no CP process group and records no CP ring step; the job has "
+        "context parallelism (cp 2)",)
