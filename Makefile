@@ -56,7 +56,8 @@ bench: install
 # The proof of `astral diagnose` (docs/diagnose.md): 140 random injections of 7 kinds and 150
 # fault-free runs on the single-pod example's job, clocks drifting up to 10 ppm, every other run
 # logged with Megatron-LM's timers, then the speed of each input format (CPU-heavy: the 290
-# trials took 10.2 minutes, 543 + 26 s of CPU, on two shared cores at stop 50: README).
+# trials took 669 + 37 s of CPU, 21.3 minutes on two cores shared with other jobs, at stop 61:
+# README).
 bench-diagnose: install
 	$(PYTHON) benchmarks/bench_diagnose.py
 

@@ -94,7 +94,7 @@ def wilson(k: int, n: int, z: float = 1.959964):
 
 def _share(k: int, n: int) -> str:
     lo, hi = wilson(k, n)
-    return f"{k}/{n} ({lo:.0%}-{hi:.0%})"
+    return f"{k}/{n} ({lo * 100:.0f}-{hi * 100:.0f} %)"
 
 
 def table(results) -> str:
@@ -167,8 +167,9 @@ def summary(results) -> str:
             continue
         lo, hi = wilson(k, n)
         ok = (k / n >= target) if better == "at least" else (k / n <= target)
-        out.append(f"{name}: {k}/{n} = {k / n:.1%} (95 % interval {lo:.1%}-{hi:.1%}); "
-                   f"target {better} {target:.0%}: {'met' if ok else 'NOT MET'}")
+        out.append(f"{name}: {k}/{n} = {k / n * 100:.1f} % (95 % interval {lo * 100:.1f}-"
+                   f"{hi * 100:.1f} %); target {better} {target * 100:.0f} %: "
+                   f"{'met' if ok else 'NOT MET'}")
     firsts = [r for r in faults if r["position"] == 1]
     tied = [r for r in firsts if r.get("tied")]
     if firsts:

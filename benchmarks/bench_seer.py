@@ -170,7 +170,7 @@ def main() -> None:
             return fc, len(fc.timeline())
         cold, warm, (fc, n) = timed(with_timeline)
         goal = f"  (target < {target * 1e3:g} ms)" if target else ""
-        print(f"{label:<52} {cold * 1e3:7.0f}ms {warm * 1e3:7.0f}ms {n:10,} {fc.mfu:6.1%}{goal}")
+        print(f"{label:<52} {cold * 1e3:7.0f}ms {warm * 1e3:7.0f}ms {n:10,} {fc.mfu * 100:5.1f} %{goal}")
     fc = seer.run(gpt3(16), A100, SELENE)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.json")

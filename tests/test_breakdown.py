@@ -122,7 +122,7 @@ def test_breakdown_in_text_json_and_report(tmp_path, monkeypatch):
     proc = _cli("diagnose", str(TINY), "--observed", str(trace), "-o", str(out))
     assert "per rank   (median over ranks of each rank's mean per iteration, kineto)" in \
         proc.stdout, proc.stdout
-    assert "overlap 16% of communication" in proc.stdout
+    assert "overlap 16 % of communication" in proc.stdout
     assert "spread     " in proc.stdout
     doc = json.loads(out.read_text())
     b = doc["breakdown"]

@@ -385,7 +385,7 @@ def test_repeats_measure_the_spread_of_one_run_published_more_than_once():
     (110 gives 0.3222, 90 0.2818): 6.73 % a row over the three, 3.37 points over all six."""
     from collections import namedtuple
 
-    from astral_dsl.runs.accuracy import repeats
+    from astral_dsl.runs.repeats import repeats
 
     R = namedtuple("R", "group metric value")
     rows = [R("a", "tokens", 100.0), R("a", "tokens", 110.0), R("a", "tokens", 90.0),

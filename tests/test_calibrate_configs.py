@@ -130,7 +130,7 @@ def test_the_spread_of_repeats_is_the_least_over_the_published_values():
     100,000 times), the same number as trying them all."""
     import random
 
-    from astral_dsl.runs.accuracy import least_spread
+    from astral_dsl.runs.repeats import least_spread
 
     rnd = random.Random(60)
     for _ in range(2000):

@@ -186,9 +186,10 @@ def test_synth_says_one_iteration_in_the_singular(tmp_path):
 def test_synth_refuses_a_log_that_diagnose_would_not_read(tmp_path, monkeypatch):
     """A drill's rank log of more lines than `astral diagnose` reads in one file (E781 there:
     `llama405b` on examples/gb200_nvl72.astral, 3 iterations, 9,374,208 rows against
-    4,000,000) is a usage error naming the iterations that fit, nothing written; a log within
-    the cap is written and read. The cap is made small here, as the 4,000,000 lines of a real
-    one take a minute to generate."""
+    4,000,000; the reference design's own job, one iteration, 8.6 million) is a usage error
+    naming the iterations that fit, or a smaller job when one iteration does not, nothing
+    written (a CSV's header is a line too); a log within the cap is written and read. The cap
+    is made small here, as the 4,000,000 lines of a real one take a minute to generate."""
     from astral_dsl.observe import ranklog
 
     design = "tests/fixtures/diagnose/small.astral"       # 1,792 rows an iteration
@@ -206,6 +207,15 @@ def test_synth_refuses_a_log_that_diagnose_would_not_read(tmp_path, monkeypatch)
     p = astral("synth", design, "-o", out, "--seed", "1", "--iterations", "2")
     assert p.returncode == 0 and len(out.read_text().splitlines()) == 3585
     assert astral("diagnose", design, "--observed", out).returncode == 0
+    monkeypatch.setattr(ranklog, "MAX_ROWS", 1791)         # one iteration is one row too many
+    for name, room in (("one.csv", 1790), ("one.jsonl", 1791)):
+        p = astral("synth", design, "-o", tmp_path / name, "--iterations", "1")
+        assert p.returncode == 2 and not (tmp_path / name).exists()
+        assert f"the rank log would hold 1,792 rows, more than the {room:,} that `astral " \
+               f"diagnose` reads in one file (E781): a smaller job" in p.stderr, p.stderr
+    monkeypatch.setattr(ranklog, "MAX_ROWS", 1793)         # the header and every row
+    assert astral("synth", design, "-o", tmp_path / "one.csv", "--iterations", "1").returncode \
+        == 0
 
 
 def test_report_writes_whole_or_nothing_and_never_touches_a_file_of_the_users(tmp_path):

@@ -164,7 +164,7 @@ def test_slow_everywhere_is_software_not_hardware(small, tmp_path):
     design, path = _log(small, tmp_path, faults)
     result = diagnose.diagnose(design, observe.load([str(path)]))
     assert [s.kind for s in result.suspects] == ["software"]
-    pct = int(re.search(r"computes (\d+)% slower", result.suspects[0].summary).group(1))
+    pct = int(re.search(r"computes (\d+) % slower", result.suspects[0].summary).group(1))
     assert 57 <= pct <= 63          # 60 % injected, GPUs spread by about 1 %
     faults = [Fault("gpu", r.gpu, 0.25, r.rank) for r in rm.ranks]
     design, path = _log(small, tmp_path, faults)
@@ -435,7 +435,7 @@ def test_highlight_rack_view(small, small_checked):
     # host 0's NIC 4: its label and both port cells red (and two swatches of the legend)
     assert dot.count('BGCOLOR="#ffebee"') == 5 and dot.count("NIC 4 · 200G ●") == 1
     assert dot.count('class="network suspect"') == 2            # the two cables
-    assert "not in this picture: suspect 2: gpu Small.racks[0].hosts[0].gpus[5] (60%)" in dot
+    assert "not in this picture: suspect 2: gpu Small.racks[0].hosts[0].gpus[5] (60 %)" in dot
     assert "1 alternative suspect(s) of the diagnosis are not drawn" in dot
 
 

@@ -276,7 +276,7 @@ def test_the_forecast_suspect_names_the_stage_it_weighs_and_the_stages_read():
     assert slow.kind == "software" and "slowest-to-fastest" not in slow.supports
     assert "1.300-1.500x, is above the band for every stage (stage 1 the nearest the " \
            "forecast, at 1.300x)" in slow.supports
-    assert slow.summary.startswith("every stage computes 40% slower")
+    assert slow.summary.startswith("every stage computes 40 % slower")
     one = forecast_suspect({0: 0.5}, fc_comp, band, "the band", True, "megatron")
     assert one.summary.startswith("the blocks of every stage read (1 of 2) (compute, TP "
                                   "collectives and waits: Megatron-LM's timers) run 2.00x "

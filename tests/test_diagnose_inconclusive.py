@@ -66,7 +66,7 @@ def test_a_probable_fault_nothing_can_name_is_inconclusive(ep):
     assert found.unnamed["compute"] == pytest.approx(found.probability, rel=1e-9)
     assert found.unnamed["network"] + found.unnamed["forecast"] < 1e-9
     gpu = rm.ranks[9].gpu
-    assert found.next_steps.startswith(f"68% of it sits with a GPU (or a TP group's GPUs) "
+    assert found.next_steps.startswith(f"68 % of it sits with a GPU (or a TP group's GPUs) "
                                        f"slower than its stage in some iterations (the "
                                        f"likeliest: GPU {gpu} (rank 9): 1.040x its stage")
     assert "diagnose more iterations (3 read" in found.next_steps
@@ -74,8 +74,8 @@ def test_a_probable_fault_nothing_can_name_is_inconclusive(ep):
     verdict = diagnosis_out.final_verdict(found, found.diagnostics)
     assert verdict == "inconclusive" and diagnosis_out.EXIT_CODES[verdict] == 2
     text = diagnosis_out.render(found, verdict=verdict)
-    assert "verdict    inconclusive: probability 68% that something is wrong" in text
-    assert "no suspect named, and a fault is the more likely: 68% of it sits" in text
+    assert "verdict    inconclusive: probability 68 % that something is wrong" in text
+    assert "no suspect named, and a fault is the more likely: 68 % of it sits" in text
     assert "within the noise" not in text
     doc = json.loads(json.dumps(diagnosis_out.verdict_json(verdict) | diagnosis_out.to_json(
         found, verdict) | {"version": "t", "format": 1, "valid": True, "diagnostics": [],
@@ -89,7 +89,7 @@ def test_a_probable_fault_nothing_can_name_is_inconclusive(ep):
                         "a clock that jumped")
     verdict = diagnosis_out.final_verdict(found, (jumped,))
     assert verdict == "unusable"
-    assert "68% of it sits" in diagnosis_out.render(found, verdict=verdict)
+    assert "68 % of it sits" in diagnosis_out.render(found, verdict=verdict)
 
 
 def test_a_healthy_run_stays_healthy_and_says_nothing_to_collect(ep):

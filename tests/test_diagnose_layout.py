@@ -124,3 +124,57 @@ def test_a_moe_run_read_as_a_dense_job_is_not_compared(tmp_path, declared):
                        "(ep 1)",)
     found = diagnose.diagnose(design, observe.load([str(log)]), job="moe")
     assert found.verdict == "healthy"
+
+
+def test_a_dense_runs_traces_read_as_a_moe_job_are_not_compared(tmp_path):
+    """The other way: moe.astral's `moe` run without expert parallelism (ep 1, the same 48
+    GPUs, tp 1, pp 2, dp 24), its drill written by `astral synth`, diagnosed as `moe` (ep 8).
+    Its traces list no EP process group and record no all-to-all, but their DP and pipeline
+    groups are the job's: they had been diagnosed, `something is wrong` at >99 % (its compute
+    1.8x the MoE forecast, every expert local). Now E792, nothing compared, as the MoE run read
+    as a dense job is. Its rank log cannot tell (a log need not record the all-to-alls): it is
+    diagnosed as before, no E792."""
+    text = MOE.read_text(encoding="utf-8")
+    ran = "tp = 1, pp = 2, dp = 24, ep = 8"
+    dense = tmp_path / "dense.astral"
+    dense.write_text(text.replace(ran, "tp = 1, pp = 2, dp = 24"), encoding="utf-8")
+    for out in ("traces", "dense.csv"):
+        proc = astral("synth", str(dense), "--job", "moe", "-o", str(tmp_path / out),
+                      "--iterations", "1", "--seed", "3")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(astral_dsl.load(str(MOE)), observe.load([str(tmp_path / "traces")]),
+                          job="moe")
+    [d] = [d for d in err.value.diagnostics if d.is_error]
+    assert d.code == "E792" and "`moe`'s layout (ep 8, dp 24, pp 2): 48 of the 48 ranks" \
+        in d.message
+    assert d.notes == ("e.g. rank 0 lists no EP process group and records no EP all-to-all; "
+                       "the job has expert parallelism (ep 8)",)
+    found = diagnose.diagnose(astral_dsl.load(str(MOE)), observe.load([str(tmp_path /
+                                                                          "dense.csv")]),
+                              job="moe")
+    assert "E792" not in {d.code for d in found.diagnostics}
+
+
+def test_a_runs_traces_without_context_parallelism_read_as_a_cp_job_are_not_compared(tmp_path):
+    """tiny.astral's 16 H100s run tp 4, dp 4; the job states tp 4, cp 2, dp 2. The traces'
+    DP groups ({0, 4, 8, 12}) are none of the job's groups, but a group of an unused kind is
+    not compared, and no CP process group or ring step is in them: E792, as for EP."""
+    from jobtext import job
+
+    model = ('model Mini { layers = 2, hidden = 2048, heads = 16, kv_heads = 8, ffn = 8192, '
+             'vocab = 32000, seq = 8192, activation = swiglu, source = "a test model" }\n')
+    base = (SMALL.parent / "tiny.astral").read_text(encoding="utf-8") + model
+    batch = "global_batch = 8, micro = 1, seq = 8192"
+    ran, stated = (astral_dsl.loads(base + job("ctx", "Mini", 16, parallel, batch, "Tiny"),
+                                    name="tiny.astral", root=SMALL.parent)
+                   for parallel in ("tp = 4, pp = 1, dp = 4", "tp = 4, cp = 2, pp = 1, dp = 2"))
+    data = generate(seer.forecast(ran, job="ctx"), diagnose.rank_map(ran, "ctx"), [],
+                    iterations=1, seed=3)
+    write.write_traces(data, str(tmp_path))
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(stated, observe.load([str(tmp_path)]), job="ctx")
+    [d] = [d for d in err.value.diagnostics if d.is_error]
+    assert d.code == "E792" and d.notes == (
+        "e.g. rank 0 lists no CP process group and records no CP ring step; the job has "
+        "context parallelism (cp 2)",)

@@ -99,31 +99,3 @@ def test_a_drills_log_is_the_same_text_written_a_slice_at_a_time(tmp_path, monke
     assert jsonl.splitlines()[5] == ('{"rank":1,"iteration":100,"phase":"optimizer",'
                                      '"start_s":0.2500000,"duration_s":0.0010000}')
     assert csv.endswith("\n") and len(csv.splitlines()) == n + 1
-
-
-def test_a_drill_writes_no_rank_log_that_diagnose_would_not_read(tmp_path, capsys,
-                                                                  monkeypatch):
-    # the reference design's own job, one iteration: synth wrote 8.6 million rows that
-    # `astral diagnose` refused whole (E781, more than 4,000,000 a log), the drill unusable
-    from astral_dsl.observe import ranklog
-
-    from test_cli import call
-
-    design = str(REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral")
-    code, _, err = call(["synth", design, "-o", str(tmp_path / "all.csv"), "--iterations", "1"],
-                        capsys)
-    assert code == 0, err
-    lines = len((tmp_path / "all.csv").read_text(encoding="utf-8").splitlines())
-    monkeypatch.setattr(ranklog, "MAX_ROWS", lines - 2)       # a JSON Lines log has no header
-    for name in ("log.csv", "log.jsonl"):
-        code, _, err = call(["synth", design, "-o", str(tmp_path / name), "--iterations", "1"],
-                            capsys)
-        assert code == 2
-        room = lines - 2 - (name == "log.csv")                  # a CSV's header is a line too
-        assert f"the rank log would hold {lines - 1:,} rows, more than the {room:,} that " \
-               f"`astral diagnose` reads in one file (E781): a smaller job" in err, err
-        assert not (tmp_path / name).exists()
-    monkeypatch.setattr(ranklog, "MAX_ROWS", lines)
-    code, _, err = call(["synth", design, "-o", str(tmp_path / "fits.csv"), "--iterations", "1"],
-                        capsys)
-    assert code == 0, err

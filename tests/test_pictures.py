@@ -73,7 +73,7 @@ def test_gantt_window_crops_axis_and_title(pod_forecast):
         assert f"micro-batches {m - 2}-{m - 1}, {lo:.3f} to {hi:.3f} s of the " \
                f"{fc.iteration_time:.2f} s iteration" in title
         assert "MFU" not in title and "bubble" not in title
-        idle = int(re.search(r"compute idle, (\d+)% of this span", title).group(1))
+        idle = int(re.search(r"compute idle, (\d+) % of this span", title).group(1))
         assert idle < 50, title           # the other micro-batches' blocks are not idle
         labels, _ = _lanes(fig)
         assert "other micro-batches" in labels
@@ -100,7 +100,7 @@ def test_a_window_of_the_first_micro_batches_ends_with_their_work(pod_forecast):
         assert f"micro-batches 0-1, 0.000 to {hi:.3f} s of the " in ax.get_title()
         # the idle time is the span's: the optimizer step far after it is no end of a gap in it
         # (once the span ended before it, its gap ran to it: "1066% of this span" idle)
-        idle = int(re.search(r"compute idle, (\d+)% of this span", ax.get_title()).group(1))
+        idle = int(re.search(r"compute idle, (\d+) % of this span", ax.get_title()).group(1))
         assert idle < 50, ax.get_title()
     finally:
         matplotlib.pyplot.close(fig)

@@ -334,7 +334,7 @@ def test_a_small_slow_down_is_no_alarm_and_no_probability_of_one(design, ctx):
     assert found.verdict == "healthy" and not found.suspects
     assert found.probability == pytest.approx(0.0608, abs=2e-4)
     text = diagnosis_out.render(found)
-    assert "verdict    healthy: probability 6% that something is wrong" in text
+    assert "verdict    healthy: probability 6 % that something is wrong" in text
     assert diagnosis_out.to_json(found)["probability"] == pytest.approx(0.0608, abs=2e-4)
 
 

@@ -196,7 +196,7 @@ def test_the_second_suspects_probability_is_its_rounds(small, monkeypatch, tmp_p
     assert refined > first_round
     assert refined == pytest.approx(0.983, abs=1e-3)
     text = out.render(result)
-    assert "  2. nic port Small.racks[0].hosts[1].nics[1].port[a|b]   probability 98%, given " \
+    assert "  2. nic port Small.racks[0].hosts[1].nics[1].port[a|b]   probability 98 %, given " \
            "that suspect 1 is real\n" in text
     assert f"suspects ({out.HEADING_GIVEN})" in text
     p = _synth(tmp_path, "--fault", "nic_port", "--fault", "link_flap", "--iterations", "6")
@@ -283,7 +283,7 @@ def test_two_clear_faults_both_read_near_certain(small, monkeypatch):
     assert alts and all(not s.given for s in alts)
     assert sorted(s.probability for s in alts) == sorted(post[0][2:])
     text = out.render(result)
-    assert f"  1. nic port {named[0].path}   probability 100%, given that suspect 2 is " \
+    assert f"  1. nic port {named[0].path}   probability 100 %, given that suspect 2 is " \
            f"real\n" in text
-    assert f"  2. nic port {named[1].path}   probability 100%, given that suspect 1 is " \
+    assert f"  2. nic port {named[1].path}   probability 100 %, given that suspect 1 is " \
            f"real\n" in text

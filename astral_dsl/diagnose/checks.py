@@ -23,6 +23,7 @@ from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
 from astral_dsl.observe.said import ranges, read_twice, said_once
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, comm_mask, distinct
+from astral_dsl.units.readable import whole_percent
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
 CUT = 0.9                # a last iteration with fewer records than this share of its stage's
@@ -258,9 +259,10 @@ def rank_order(traces, rm, fit_of=None, tiebreak=None) -> Optional[Diagnostic]:
     fits.sort(key=lambda x: (-x[0], x[1] != default, x[1]))
     files = sorted({t.file for t in traces.values()})
     return diag("E792", f"the observed data does not match the rank order {here}: it explains "
-                        f"{own:.0%} of the pipeline peers and process groups seen, while "
+                        f"{whole_percent(own)} of the pipeline peers and process groups seen, "
+                        f"while "
                         f"{' and '.join(o for _, o in fits[:3])} explain{'s' if len(fits) == 1 else ''} "
-                        f"{fits[0][0]:.0%}", files[0] if files else None,
+                        f"{whole_percent(fits[0][0])}", files[0] if files else None,
                 f"pass --order {fits[0][1]} (or declare `order` in the job's `parallel`)")
 
 

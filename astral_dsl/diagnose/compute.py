@@ -31,6 +31,7 @@ from astral_dsl.diagnose.likelihood import log_bayes_rows, log_ratio, log_slowed
     robust_spread
 from astral_dsl.diagnose.model import Evidence, RankComparison, Suspect
 from astral_dsl.diagnose.units import merge_names
+from astral_dsl.units.readable import whole_percent
 
 SPREAD_FLOOR = 0.005     # GPUs of one model differ by a percent or so (clocks, power capping)
 SLOW_MIN, SLOW_MAX = 1.05, 4.0     # the slow-down a faulty GPU causes, log-uniform between
@@ -210,14 +211,15 @@ def _waiting_host(rm, host: str, us: List[Unit], waits, xs) -> Suspect:
          f"host {host}: the GPUs of {which} wait for their host, idle {own * 1e3:.3f} ms per "
          f"iteration against {peers * 1e3:.3f} ms for their stage's other ranks, their "
          f"kernels ")
-        + f"at their speed: {which} {'is' if len(ranks) == 1 else 'are'} {ratio - 1:.0%} slower "
+        + f"at their speed: {which} {'is' if len(ranks) == 1 else 'are'} "
+        f"{whole_percent(ratio - 1)} slower "
         f"than {'its' if len(ranks) == 1 else 'their'} stage, and every collective "
         f"{'it joins waits for it' if len(ranks) == 1 else 'they join waits for them'}",
         (Evidence("GPU idle per iteration", peers, own, None, tuple(ranks), its, slow, n),),
         "the host side: its CPU (throttled, shared, a noisy neighbour), data loading, the "
         "rank's Python process (garbage collection, logging), kernel launches",
-        supports=f"{slow} of {n} iterations idle {SLOW_MIN - 1:.0%} of the stage's compute "
-                 f"or more beyond the stage's idle time",
+        supports=f"{slow} of {n} iterations idle {whole_percent(SLOW_MIN - 1)} of the "
+                 f"stage's compute or more beyond the stage's idle time",
         contradicts=f"{n - slow} idle less" if n - slow else "none: every iteration was "
                                                              "idle that long")
 
@@ -235,8 +237,8 @@ def _suspects(rm, named, values, medians, xs, log_bf, fc_comp, timers):
         if timers != "megatron" and len(ranks) >= max(2, (len(gpus) + 1) // 2):
             suspects.append(Suspect(
                 "host", host, (host,) + tuple(rm.ranks[r].gpu for r in ranks), 0.0,
-                f"host {host}: {len(ranks)} of its {len(gpus)} GPUs compute {ratio - 1:.0%} "
-                f"slower than their stage's other ranks", ev,
+                f"host {host}: {len(ranks)} of its {len(gpus)} GPUs compute "
+                f"{whole_percent(ratio - 1)} slower than their stage's other ranks", ev,
                 "several GPUs of one host: power or cooling of the host, its CPU or PCIe, "
                 "before the GPUs themselves", supports=support, contradicts=contra))
             bfs.append(float(np.logaddexp.reduce([log_bf[u] for u in us])))
@@ -248,16 +250,16 @@ def _suspects(rm, named, values, medians, xs, log_bf, fc_comp, timers):
             if len(u.ranks) == 1:
                 suspects.append(Suspect(
                     "gpu", gpus_u[0], gpus_u, 0.0,
-                    f"GPU {gpus_u[0]} (rank {u.ranks[0]}) computes {r - 1:.0%} slower than "
-                    f"the other ranks of stage {u.stage}", (_evidence(u, values, medians,
-                                                                      fc_comp),),
+                    f"GPU {gpus_u[0]} (rank {u.ranks[0]}) computes {whole_percent(r - 1)} "
+                    f"slower than the other ranks of stage {u.stage}",
+                    (_evidence(u, values, medians, fc_comp),),
                     supports=support, contradicts=contra))
             else:
                 suspects.append(Suspect(
                     "gpu", merge_names(gpus_u), gpus_u, 0.0,
                     f"one of the {len(gpus_u)} GPUs of TP group {_ranks(u.ranks)} computes "
-                    f"slower: the group's blocks take {r - 1:.0%} longer than the other groups "
-                    f"of stage {u.stage}", (_evidence(u, values, medians, fc_comp),),
+                    f"slower: the group's blocks take {whole_percent(r - 1)} longer than the "
+                    f"other groups of stage {u.stage}", (_evidence(u, values, medians, fc_comp),),
                     "the compute timers (Megatron-LM's forward-compute / backward-compute) "
                     "include the wait for the slowest TP peer, so the peers of a TP group look "
                     "alike: the data cannot tell which of these GPUs is slow (or whether their "
@@ -271,9 +273,9 @@ def _support(us, xs) -> Tuple[str, str]:
     x = np.concatenate([xs[u] for u in us])
     slow = int(np.count_nonzero(x > np.log(SLOW_MIN)))
     what = "iterations" if len(us) == 1 else f"iterations of its {len(us)} GPUs"
-    return (f"{slow} of {x.size} {what} computed {SLOW_MIN - 1:.0%} or more above "
+    return (f"{slow} of {x.size} {what} computed {whole_percent(SLOW_MIN - 1)} or more above "
             f"their stage's median",
-            f"{x.size - slow} within {SLOW_MIN - 1:.0%} of it" if x.size - slow else
+            f"{x.size - slow} within {whole_percent(SLOW_MIN - 1)} of it" if x.size - slow else
             "none: every iteration was slow")
 
 
@@ -364,8 +366,8 @@ def forecast_suspect(ratios: Dict[int, float], fc_comp: Dict[int, float], band, 
                        "states", supports=supports,
                        contradicts=f"none: {stages} is faster than the band")
     return Suspect("software", "forecast or software", (), 0.0,
-                   f"{what} {ratio - 1:.0%} slower than the forecast: the forecast or the "
-                   f"software (kernels, clocks, versions), not one part", ev,
+                   f"{what} {whole_percent(ratio - 1)} slower than the forecast: the forecast "
+                   f"or the software (kernels, clocks, versions), not one part", ev,
                    "compare the framework, kernels and GPU clocks with the forecast's "
                    "assumptions before suspecting hardware", supports=supports,
                    contradicts=f"none: {stages} is slower than the band")

@@ -1,10 +1,10 @@
 """Whether the observed data is of the job's parallel layout at all (docs/diagnose.md, "Input
 checks"): a run of other parallel sizes than the job states (tp 4, pp 4 read as tp 8, pp 2; a
-MoE run read as a dense job of the same GPUs) would have its collectives matched on groups they
-never ran in. When more than half of the ranks that show their structure (a log's pipeline
-peers, a trace's process groups, EP or CP exchanges) are not the job's in its order, and no
-other order fits them (checks.rank_order), it is said once for the job (E792) and nothing is
-compared."""
+MoE run read as a dense job of the same GPUs, or a dense run's traces as a MoE job's) would
+have its collectives matched on groups they never ran in. When more than half of the ranks
+that show their structure (a log's pipeline peers, a trace's process groups, EP or CP
+exchanges) are not the job's in its order, and no other order fits them
+(checks.rank_order), it is said once for the job (E792) and nothing is compared."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -74,6 +74,11 @@ def _misfit(t, rm) -> Optional[str]:
         if sizes.get(kind, 1) == 1 and bool((t.phase == PHASE_INDEX[f"{kind}_comm"]).any()):
             return (f"records {'EP all-to-alls' if kind == 'ep' else 'a CP ring'}; the job has "
                     f"no {'expert' if kind == 'ep' else 'context'} parallelism ({kind} 1)")
+        if sizes.get(kind, 1) > 1 and t.groups and not _shows(t, rm, kind):
+            return (f"lists no {kind.upper()} process group and records no "
+                    f"{'EP all-to-all' if kind == 'ep' else 'CP ring step'}; the job has "
+                    f"{'expert' if kind == 'ep' else 'context'} parallelism "
+                    f"({kind} {sizes[kind]})")
     seen = False
     logged = pipeline(t) & (t.peer < rm.world) if t.source == "log" else np.zeros(0, bool)
     stage, pp = rm.ranks[rank].stage, sizes.get("pp", 1)
@@ -97,6 +102,19 @@ def _misfit(t, rm) -> Optional[str]:
                     f"{short(g.ranks)}; in the job its {kind.upper()} group is ranks "
                     f"{' or '.join(short(m) for m in mine)}")
     return "" if seen else None
+
+
+def _shows(t, rm, kind: str) -> bool:
+    """Whether a profiler trace that lists its process groups shows the rank's expert or
+    context parallelism: an exchange of that kind, or a process group of two ranks or more that
+    its words name of that kind or that holds the ranks of the rank's group of that kind in the
+    job. A dense run's trace lists none (Megatron-Core's EXPERT_MODEL_PARALLEL_GROUP of one
+    rank); a rank log lists no group, and need not log its EP all-to-alls: it is not judged."""
+    if bool((t.phase == PHASE_INDEX[f"{kind}_comm"]).any()):
+        return True
+    mine = tuple(sorted(rm.group(kind, t.rank).ranks))
+    return any(len(g.ranks) >= 2 and (group_kind(g.desc, g.name) == kind
+                                      or tuple(sorted(g.ranks)) == mine) for g in t.groups)
 
 
 def _neighbours(rm, rank: int) -> List[int]:

@@ -29,6 +29,8 @@ from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 import numpy as np
 from scipy.special import logsumexp
 
+from astral_dsl.units.readable import whole_percent
+
 FAMILIES = 3               # network, compute, forecast or software
 # Seer's accuracy on the published runs it is checked against is within 9 % (README, "left
 # out": 8.7 % the largest error); a healthy job keeps within 15 % of its forecast either way.
@@ -214,7 +216,7 @@ def next_steps(unnamed: Dict[str, float], iterations: int, source: str, timers: 
     if timers == "megatron":
         asks.append("log compute-only timers, or collect traces (Megatron-LM's timers fold a "
                     "TP group's GPUs into one)")
-    return (f"{unnamed.get(lead, 0.0):.0%} of it sits with {where}, none of it on one "
+    return (f"{whole_percent(unnamed.get(lead, 0.0))} of it sits with {where}, none of it on one "
             f"part enough to name it (odds of 19 to 1 against all healthy); next, "
             + "; or ".join(asks))
 

@@ -102,7 +102,12 @@ def _evaluate(entry: str, overrides, options: PointOptions):
         metrics["cost_usd"] = round(cost, 2)
         if unpriced:
             diags.append(unpriced)
-    if options.forecast:
+    if options.forecast and any(d.is_error for d in design.diagnostics):
+        # the errors `astral forecast` and `astral search` refuse a design for (a failed
+        # `check`, E500; sizing's): no figure that would read as a valid design's, the row's
+        # diagnostics say why
+        metrics.update(dict.fromkeys(FORECAST))
+    elif options.forecast:
         known = {(d.code, d.span, d.message) for d in diags}
         diags.extend(d for d in _forecast(ws, design, options, metrics)
                      if (d.code, d.span, d.message) not in known)

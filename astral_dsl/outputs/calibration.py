@@ -5,7 +5,8 @@ sets named by source (the A100 papers), and the constants with their spread and 
 
 `rewrite(markdown, doc)` replaces the text between each pair of markers
 `<!-- calibration:NAME -->` and `<!-- /calibration:NAME -->` (NAME: accuracy, sources,
-constants, ranges) with the table generated from `doc`; `make calibrate` runs it on
+constants, ranges, outside: the constants outside their prior) with the table generated from
+`doc`; `make calibrate` runs it on
 docs/seer.md and a test keeps the docs equal to what the shipped fit.json generates."""
 from __future__ import annotations
 
@@ -142,10 +143,27 @@ def markdown_ranges(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown_outside(doc: dict) -> str:
+    """The fitted constants outside their prior range (`outside_prior`, the table's `*`), one
+    item each: the value, which side of the range, the range, and whether the fit stopped at a
+    bound of the constant."""
+    lines = []
+    for c in CONSTANTS:
+        if c.name not in doc.get("outside_prior", ()):
+            continue
+        v = doc["constants"][c.name]
+        side = "below" if v < c.prior[0] else "above"
+        bound = ", at its bound" if v in c.bounds else ""
+        lines.append(f"- `{c.name}` {_g(v)}{' ' + c.unit if c.unit else ''}: {side} its prior "
+                     f"range {prior_text(c)}{bound}")
+    return "\n".join(lines) or "- none"
+
+
 TABLES: Dict[str, Callable[[dict], str]] = {"accuracy": markdown_accuracy,
                                             "sources": markdown_sources,
                                             "constants": markdown_constants,
-                                            "ranges": markdown_ranges}
+                                            "ranges": markdown_ranges,
+                                            "outside": markdown_outside}
 
 
 def rewrite(markdown: str, doc: dict) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from astral_dsl.units.readable import whole_percent
+
 MAX_LISTED = 12
 TIED = " (tied: the evidence cannot tell them apart)"     # after a tie's names (its path)
 PER_RANK = "median over ranks of each rank's mean per iteration"     # the breakdown's figures
@@ -39,10 +41,10 @@ def _s(v) -> str:
 
 def _p(v: float) -> str:
     if 0 < v < 0.005:
-        return "<1%"
+        return "<1 %"
     if 0.995 <= v < 1:
-        return ">99%"
-    return f"{v:.0%}"
+        return ">99 %"
+    return whole_percent(v)
 
 
 HEADING = "most likely first; their probabilities compete"
@@ -268,7 +270,7 @@ def _breakdown(b) -> List[str]:
                f"{_s(b.median('window_s'))}: compute {_s(b.median('compute_s'))}, "
                f"communication {_s(b.median('comm_s'))}" + (f" ({kinds})" if kinds else "")
                + f", memory {_s(b.median('memory_s'))}, idle {_s(b.median('idle_s'))}; "
-               + (f"overlap {overlap:.0%} of communication" if overlap is not None
+               + (f"overlap {whole_percent(overlap)} of communication" if overlap is not None
                   else "overlap unknown (a rank log has no kernel intervals)"))
     causes = b.median_causes()
     if causes:

@@ -187,9 +187,12 @@ def table(result, scenario: bool, colour: bool = False, width: int = 100) -> str
         f" under scenario `{scenario}`" if scenario else "")
     lines = [render(columns, width, colour, printable(title))]
     failing = [r for r in result.rows if not r["valid"]]
+    forecast = "iteration_time_s" in result.columns
     for r in failing[:20]:
         first = [d for d in r["diagnostics"] if d["severity"] == "error"]
         more = f" (and {len(first) - 1} more)" if len(first) > 1 else ""
+        if forecast and r["metrics"].get("iteration_time_s") is None:
+            more += "; not forecast"      # its `-`s are no figures: the errors say why
         lines.append(printable(f"{_point(r, names)}: {diagnostic_line(first[0])}{more}" if first
                                else _point(r, names)) + "\n")
     if len(failing) > 20:

@@ -154,3 +154,9 @@ def percent(fraction: float) -> str:
     """A share as the language writes it, a space before the sign: 0.25 -> "25 %",
     0.125 -> "12.5 %"."""
     return f"{format_number(round(fraction * 100, 6))} %"
+
+
+def whole_percent(fraction: float) -> str:
+    """A share to the whole percent, a space before the sign as every output writes it:
+    0.667 -> "67 %" (never "67%")."""
+    return f"{fraction * 100:.0f} %"

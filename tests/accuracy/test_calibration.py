@@ -43,6 +43,10 @@ def test_the_table_says_which_constants_leave_their_prior():
     for name in doc["outside_prior"]:
         assert f"`{name}`" in tables.markdown_constants(doc)
         assert tables.value_text(doc, BY_NAME[name]).split(" ")[0].endswith("*")
+    # docs/seer.md's list of them (it had named constants back inside their range and values
+    # of fits long replaced): generated, one item each, in the table's order
+    listed = [line.split("`")[1] for line in tables.markdown_outside(doc).splitlines()]
+    assert listed == doc["outside_prior"]
 
 
 def test_docs_tables_are_the_fits_output():

@@ -38,13 +38,18 @@ def test_rows_in_grid_order_equal_checking_each_point_alone(project):
     for row in result.rows:
         checked = cli_checked(str(project), row["params"])
         assert row["valid"] == checked.valid
+        expected = size_summary(checked.design, checked.engineering)
+        for key in point.SUMMARY:
+            assert row["metrics"][key] == expected[key]
+        if not checked.design.valid:        # a failed `check` (E500): not forecast, as
+            assert [d["code"] for d in row["diagnostics"]] == [   # `astral forecast` refuses
+                d.code for d in checked.diagnostics]
+            assert all(row["metrics"][key] is None for key in point.FORECAST)
+            continue
         fc = seer.forecast(checked.design, job="train")
         # the check's diagnostics, then the forecast's W753 (outside the calibrated envelope)
         assert [d["code"] for d in row["diagnostics"]] == [d.code for d in checked.diagnostics] \
             + [d.code for d in fc.diagnostics if d.code == "W753"]
-        expected = size_summary(checked.design, checked.engineering)
-        for key in point.SUMMARY:
-            assert row["metrics"][key] == expected[key]
         assert row["metrics"]["tokens_per_s"] == round(fc.tokens_per_s, 1)
     # 4 x 10.2 kW = 40.8 kW: over 40 kW, under 50 kW; 5 x 10.2 kW = 51 kW is over both and
     # 4 racks of 51 kW overload the 200 kW feeder
@@ -605,3 +610,29 @@ def test_the_pareto_plot_says_which_points_of_its_front_may_not_fit(tmp_path, ca
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert "2 points drawn" in err and "2 on the Pareto front" in err
     assert "1 of them may not fit in GPU memory (seq=8192)" in err
+
+
+def test_a_point_whose_design_has_errors_is_not_forecast_as_forecast_refuses_it(project,
+                                                                                  capsys):
+    """At 4 hosts a rack draws 40.8 kW, over a 40 kW `check` (E500): `astral forecast` and
+    `astral search` refuse that design, but its sweep point showed tokens/s and MFU as a valid
+    point's (only `status` said E500). Its forecast columns are now empty (null in JSON, `-`
+    in the table, `not forecast` beside its first error); the valid point keeps its forecast."""
+    args = ["sweep", str(project), "--grid", "hosts_per_rack=3,4", "--set", "rack_limit=40kW",
+            "--job", "train", "--workers", "1"]
+    code, out, _ = _cli(args + ["--format", "json"], capsys)
+    ok, bad = json.loads(out)["rows"]
+    assert code == 1 and ok["valid"] and bad["errors"] == ["E500"]
+    assert ok["tokens_per_s"] > 0 and ok["calibration"] is not None
+    assert all(bad[key] is None for key in point.FORECAST)
+    code, out, _ = _cli(["forecast", str(project), "--set", "hosts_per_rack=4", "--set",
+                         "rack_limit=40kW", "--format", "json"], capsys)
+    refused = json.loads(out)
+    assert code == 1 and "iteration_time_s" not in refused
+    assert [d["code"] for d in refused["diagnostics"] if d["severity"] == "error"] == ["E500"]
+    code, out, _ = _cli(["search", str(project), "--set", "hosts_per_rack=4", "--set",
+                         "rack_limit=40kW", "--format", "json"], capsys)
+    assert code == 1 and [d["code"] for d in json.loads(out)["diagnostics"]] == ["E500"]
+    code, out, _ = _cli(args, capsys)
+    assert "hosts_per_rack=4: E500 rack exceeds its busway rating" in out
+    assert out.count("; not forecast") == 1

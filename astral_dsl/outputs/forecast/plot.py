@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from astral_dsl.seer.timeline import STREAM_ORDER, count, events
+from astral_dsl.units.readable import whole_percent
 
 COMPUTE = {"gemm": "#4C72B0", "attention": "#8172B2", "elementwise": "#64B5CD",
            "norm": "#8C8C8C", "recompute": "#CCB974", "forward": "#4C72B0",
@@ -136,12 +137,12 @@ def title(fc, window, lo: float, hi: float, idle_share: float) -> str:
         bubble = fc.breakdown.get("bubble", 0.0) / fc.iteration_time if fc.iteration_time \
             else 0.0
         return (f"{fc.job.name}: {fc.iteration_time:.2f} s per iteration "
-                f"{fc.envelope().brief()}, MFU {fc.mfu:.1%}, "
-                f"pipeline bubble {bubble:.0%} (stage {fc.stage}); shaded: compute idle, "
-                f"{idle_share:.0%} over all stages")
+                f"{fc.envelope().brief()}, MFU {fc.mfu * 100:.1f} %, "
+                f"pipeline bubble {whole_percent(bubble)} (stage {fc.stage}); shaded: compute "
+                f"idle, {whole_percent(idle_share)} over all stages")
     return (f"{fc.job.name}: micro-batches {window[0]}-{window[1] - 1}, {lo:.3f} to "
             f"{hi:.3f} s of the {fc.iteration_time:.2f} s iteration; shaded: compute "
-            f"idle, {idle_share:.0%} of this span over all stages")
+            f"idle, {whole_percent(idle_share)} of this span over all stages")
 
 
 def figure(fc, window=None):  # noqa: C901 - one figure, drawn in order

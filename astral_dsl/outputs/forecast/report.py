@@ -225,5 +225,5 @@ def render(fc) -> str:
     for key, label in BREAKDOWN_LABELS:
         v = fc.breakdown.get(key, 0.0)
         if v > 0 or key in ("compute", "bubble"):
-            lines.append(f"    {label:<30} {_time(v):>10} {v / fc.iteration_time:7.1%}")
+            lines.append(f"    {label:<30} {_time(v):>10} {v / fc.iteration_time * 100:6.1f} %")
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, sort_d
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.values import FabricSelection, Group
 from astral_dsl.outputs.render.understated import understated
+from astral_dsl.units.readable import whole_percent
 
 
 class RenderError(DiagnosticError):
@@ -83,7 +84,7 @@ class Highlight:
         s = self.suspects[i]
         conf = s.get("probability", s.get("confidence"))     # "confidence": before version 1
         return (f"suspect {i + 1}: {s.get('kind', '')} {s['path']}"
-                + (f" ({conf:.0%})" if isinstance(conf, (int, float)) else ""))
+                + (f" ({whole_percent(conf)})" if isinstance(conf, (int, float)) else ""))
 
     def not_shown(self) -> List[str]:
         return [self.label(i) for i in range(len(self.suspects)) if i not in self.shown]

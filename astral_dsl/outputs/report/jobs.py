@@ -55,7 +55,7 @@ def _breakdown(fc) -> str:
         rows.append([text, round(v, 6), round(share * 100, 2)])
         if share > 0:
             bar.append(tag("span", "", {"class": f"k-{key}", "style": f"width:{share * 100:.3f}%",
-                                        "title": f"{text}: {duration(v)} ({share:.1%})"}))
+                                        "title": f"{text}: {duration(v)} ({share * 100:.1f} %)"}))
     legend = " ".join(tag("span", "", cls=f"swatch k-{k}") + esc(t) for k, t in BREAKDOWN_LABELS
                       if fc.breakdown.get(k, 0.0) > 0)
     return (tag("h3", esc(f"Where the time goes: stage {fc.stage}, the busiest"))
