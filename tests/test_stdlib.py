@@ -604,6 +604,19 @@ def test_an_nvl72_counts_the_rest_of_the_rack_as_assumed_with_w212_where_it_is_u
     assert kw == pytest.approx(128.7) and w.message.endswith("for rack `GB300_NVL72`")
 
 
+def test_a_w212_of_a_rack_a_stdlib_block_names_bare_names_the_users_line():
+    """stdlib.systems' DGX_GB200_SU names NVL72 bare (`8 x NVL72`): a template named bare was
+    instantiated in its own module, so no W212 it brought (the racks' rest, the trays' NICs and
+    DPUs) said which line of the user's file brings it in; each now has the note."""
+    ws = astral_dsl.compiles("import stdlib.systems { DGX_GB200_SU }\n"
+                             "site S { sus = 1 x DGX_GB200_SU }\n", name="su.astral")
+    found = [d for d in ws.design.diagnostics if d.code == "W212"]
+    assert len(found) == 3
+    for w in found:
+        assert w.span.file.startswith("stdlib/") and w.notes[-1].endswith(
+            "comes into the design at su.astral:2:20"), (w.message, w.notes)
+
+
 def test_a_design_that_states_the_rest_of_an_nvl72_sees_its_figure_and_no_warning():
     head = "import stdlib.hardware { NVL72, GB300_NVL72, NVL72_Rest }\n"
     kw, found, rest = _rack(head + "switch R = NVL72_Rest { power = 6 kW }\n"
