@@ -32,11 +32,12 @@ def hall():
 def test_check_strict_passes():
     proc = _cli("check", "examples/gb200_nvl72.astral", "--strict")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # the two stated assumptions the example accepts (W212): the trays' mezzanine NICs' 4 x 25 W
-    # and their BlueField-3 DPUs' 2 x 75 W
-    assert proc.stdout.rstrip().endswith("IT power 1,957.4 kW [ok, 2 accepted]")
-    assert "accepted: 2 warning(s)\n  W212 " in proc.stdout
+    # the three stated assumptions the example accepts (W212): the trays' mezzanine NICs' 4 x 25 W,
+    # their BlueField-3 DPUs' 2 x 75 W and the racks' 8.1 kW for the rest of them (stdlib's NVL72)
+    assert proc.stdout.rstrip().endswith("IT power 1,957.4 kW [ok, 3 accepted]")
+    assert "accepted: 3 warning(s)\n  W212 " in proc.stdout
     assert "nic `BlueField3` states no `power`: assumed 75 W" in proc.stdout
+    assert "switch `NVL72_Rest` states no `power`: assumed 8.1 kW for rack `NVL72`" in proc.stdout
     assert "warning[" not in proc.stdout and "Traceback" not in proc.stderr
 
 
@@ -77,7 +78,7 @@ def test_rack_power_against_nvidia(hall):
     # Enterprise RA "NVL72 AI Factory" lists for a GB300 NVL72 rack, the other half redundant);
     # designed at 150 kW; a DGX SuperPOD GB200 scalable unit of 8 racks: 1.2 MW
     # (NVIDIA DGX SuperPOD GB200 reference architecture). The model counts the trays and switch
-    # trays: 18 x 5.65 + 9 x 0.8 = 108.9 kW; the hall's racks add [assumed] 8.1 kW for their
+    # trays: 18 x 5.65 + 9 x 0.8 = 108.9 kW; stdlib's NVL72 adds [assumed] 8.1 kW for its
     # management switches, fans and the trays' other parts (120 kW less the shelves' 2.5 %, the
     # feeders' efficiency, is 117 kW at the busbar): 117 kW, and 120 kW through the shelves
     racks = [i for i in hall.design.instances if i.kind == "rack"]
@@ -95,12 +96,13 @@ def test_rack_power_against_nvidia(hall):
 
 
 def test_the_hall_counts_the_racks_parts_besides_their_trays_and_its_transformers_carry_it(hall):
-    """stdlib's NVL72 counts its trays (108.9 kW) and not its management switches, fans and the
+    """stdlib's NVL72 counted its trays (108.9 kW) and not its management switches, fans and the
     trays' other parts; the hall counted those as 0 W and its 2N pair of 2,500 kVA transformers
     passed at 2.36 MVA. With the rack at the ~120 kW reported (117 kW at its busbar: 8.1 kW of
     [assumed] parts, all on the air) the site peaks at 2.4 MW, 2.53 MVA at power factor 0.95:
     more than one 2,500 kVA unit, so each side of the 2N has two."""
-    rest = next(i for i in hall.design.instances if i.kind == "switch" and i.template == "RackRest")
+    rest = next(i for i in hall.design.instances
+                if i.kind == "switch" and i.template == "NVL72_RestCounted")
     assert power_of(rest, {}).si == pytest.approx(8.1e3)
     (t,) = hall.engineering.cooling.facility.transformers
     kva = t.peak_load_w / t.power_factor
@@ -138,15 +140,30 @@ def test_cdu_count_against_the_scalable_unit(hall):
 def test_the_gb300_rack_against_its_reference_architecture():
     # GB300 NVL72: up to 142 kW per rack on 8 power shelves of 33 kW (6 x 5.5 kW supplies)
     # (NVIDIA Enterprise RA, NVL72 AI Factory); the trays and switch trays: 18 x (4 x 1,400 W +
-    # 2 x 300 W + 4 x 25 W) + 9 x 0.8 kW = 120.6 kW
+    # 2 x 300 W + 4 x 25 W) + 9 x 0.8 kW = 120.6 kW, and the rest of the rack (management
+    # switches, fans, the trays' other parts) [assumed] 8.1 kW, as a GB200 NVL72's, with W212:
+    # 128.7 kW, within N+N of its shelves and, through their 96 % (stdlib.power.PowerShelf),
+    # 134 kW of the 142 kW
     ws = astral_dsl.compiles("import stdlib.hardware { GB300_NVL72 }\n"
                               "site S { racks = 1 x GB300_NVL72 }\n", name="gb300.astral")
     design = ws.design
     assert not [d for d in design.diagnostics if d.is_error]
     (rack,) = [i for i in design.instances if i.kind == "rack"]
     kw = power_of(rack, {}).si / 1e3
-    assert kw == pytest.approx(18 * (4 * 1.4 + 2 * 0.3 + 4 * 0.025) + 9 * 0.8)
-    assert kw <= 142 and kw <= 8 * 33 / 2          # within N+N of its shelves
+    assert kw == pytest.approx(18 * (4 * 1.4 + 2 * 0.3 + 4 * 0.025) + 9 * 0.8 + 8.1)
+    assert kw <= 8 * 33 / 2 and kw / 0.96 <= 142   # within N+N of its shelves, and the 142 kW
+    (rest,) = [d for d in design.diagnostics if d.code == "W212" and "NVL72_Rest" in d.message]
+    assert rest.message == "switch `NVL72_Rest` states no `power`: assumed 8.1 kW for rack " \
+                           "`GB300_NVL72`"
+    assert rest.span.file == "gb300.astral" and "as a GB200 NVL72 rack's" in rest.notes[0]
+    # the rack's own check (N+N of its 8 shelves) holds; a rest of 12 kW would not (132.6 kW)
+    shelves = "more than half the rack's 8 power shelves carry"
+    assert not [d for d in astral_dsl.check(ws).diagnostics if shelves in d.message]
+    heavy = astral_dsl.check(astral_dsl.compiles(
+        "import stdlib.hardware { GB300_NVL72, NVL72_Rest }\n"
+        "switch Rest = NVL72_Rest { power = 12 kW }\n"
+        "site S { racks = 1 x GB300_NVL72(rest = Rest) }\n", name="gb300.astral"))
+    assert [d.severity.value for d in heavy.diagnostics if shelves in d.message] == ["warning"]
     assert sum(c for c, h in rack.containment() if h.kind == "host") == 18
     assert astral_dsl.summary(design)["gpus"] == 72
 

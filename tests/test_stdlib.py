@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
+from astral_dsl.model.rollup import power_of
 from astral_dsl.runs.system_spec import SYSTEMS
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse
@@ -70,8 +71,12 @@ ACCEPTED = {"hardware": [("W212", "nic `BlueField3` states no `power`: assumed 7
                                   "host `GB200_Tray`"),
                          ("W212", "nic `CX7_400G_Mezz` states no `power`: assumed 25 W for "
                                   "host `GB200_Tray`"),
+                         ("W212", "switch `NVL72_Rest` states no `power`: assumed 8.1 kW for "
+                                  "rack `NVL72`"),
                          ("W212", "nic `CX8_800G` states no `power`: assumed 25 W for host "
-                                  "`GB300_Tray`")]}
+                                  "`GB300_Tray`"),
+                         ("W212", "switch `NVL72_Rest` states no `power`: assumed 8.1 kW for "
+                                  "rack `GB300_NVL72`")]}
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -237,14 +242,18 @@ def test_the_gb200_tray_counts_its_assumed_nic_and_dpu_power_with_w212():
                       "site S { t = 1 x GB200_Tray(nic = M) }\n")
     assert watts == pytest.approx(5630) and [w.message for w in ws] == [dpu.message]
     # and DPUs that state theirs, through the rack too: trays of 5,400 + 4 x 20 + 2 x 60 =
-    # 5,600 W, silent; the rack 18 x 5,600 + 9 x 800 (switch trays) = 108,000 W
-    ws = astral_dsl.compiles("import stdlib.hardware { NVL72, CX7_400G_Mezz, BlueField3 }\n"
+    # 5,600 W, silent; the rack 18 x 5,600 + 9 x 800 (switch trays) + 8,100 (the rest of it,
+    # stated too) = 116,100 W
+    ws = astral_dsl.compiles("import stdlib.hardware { NVL72, CX7_400G_Mezz, BlueField3, "
+                             "NVL72_Rest }\n"
                              "nic M = CX7_400G_Mezz { power = 20 W }\n"
                              "nic D = BlueField3 { power = 60 W }\n"
-                             "site S { r = 1 x NVL72(nic = M, dpu = D) }\n", name="rack.astral")
+                             "switch R = NVL72_Rest { power = 8.1 kW }\n"
+                             "site S { r = 1 x NVL72(nic = M, dpu = D, rest = R) }\n",
+                             name="rack.astral")
     (tray,) = [i for i in ws.design.instances if i.kind == "host"]
     assert tray.field("power").value_in("W") == pytest.approx(5600)
-    assert astral_dsl.check(ws).engineering.power.it_peak_w == pytest.approx(108_000)
+    assert astral_dsl.check(ws).engineering.power.it_peak_w == pytest.approx(116_100)
     assert [d for d in ws.design.diagnostics if d.code == "W212"] == []
 
 
@@ -260,7 +269,8 @@ def test_a_w212_of_an_nvl72_names_the_users_line():
                        ("import stdlib.hardware { NVL72 }\nsite S { r = 1 x NVL72() }\n",
                         "nvl.astral:2:18")):
         ws = astral_dsl.compiles(source, name="nvl.astral")
-        found = [d for d in ws.design.diagnostics if d.code == "W212"]
+        found = [d for d in ws.design.diagnostics if d.code == "W212"
+                 and "NVL72_Rest" not in d.message]    # the rest's stands at their line itself
         assert len(found) == 2
         for w in found:
             assert w.span.file.endswith("hardware.astral")
@@ -561,6 +571,69 @@ def test_h100_is_the_sxm_part():
                               "host Node = HGX8(gpu = H100, nic = CX7_400G)\n"
                               "site S { h = 2 x Node }\n", name="h100.astral")
     assert design.valid and not design.diagnostics, design.diagnostics
+
+
+def _rack(text):
+    """(the one rack's power in kW, the W212s of the rest of it, the rest's instance)."""
+    ws = astral_dsl.compiles(text, name="nvl.astral")
+    assert not [d for d in ws.design.diagnostics if d.is_error], ws.design.diagnostics
+    (rack,) = [i for i in ws.design.instances if i.kind == "rack"]
+    (rest,) = [i for i in ws.design.instances if i.template == "NVL72_RestCounted"]
+    return (power_of(rack, {}).si / 1e3,
+            [d for d in ws.design.diagnostics if d.code == "W212" and "rest" in d.notes[0]], rest)
+
+
+def test_an_nvl72_counts_the_rest_of_the_rack_as_assumed_with_w212_where_it_is_used():
+    """NVL72 counted its trays alone (108.9 kW), its management switches, fans and the trays'
+    other parts as 0 W, and no output said so, against the ~120 kW reported for the rack. It now
+    counts [assumed] 8.1 kW for them (120 kW less the shelves' 2.5 %, less the trays), all on
+    the air, with W212 at the user's line that brings the rack in, naming the assumption."""
+    for source, at in (("import stdlib.hardware { NVL72 }\n"
+                        "rack Nvl = NVL72() { power_limit = 140 kW }\nsite S { r = 2 x Nvl }\n",
+                        (2, 1)),
+                       ("import stdlib.hardware { NVL72 }\nsite S { r = 1 x NVL72 }\n", (2, 18))):
+        kw, (w,), rest = _rack(source)
+        assert kw == pytest.approx(18 * 5.65 + 9 * 0.8 + 8.1) == pytest.approx(117)
+        assert w.message.startswith("switch `NVL72_Rest` states no `power`: assumed 8.1 kW for "
+                                    "rack `N")
+        assert (w.span.file, w.span.start.line, w.span.start.column) == ("nvl.astral", *at)
+        assert "management switches, its fans" in w.notes[0] and "GTC 2024" in w.notes[0]
+        assert rest.field("liquid_share").si == 0
+    # GB300 NVL72 likewise: 120.6 kW of trays and 8.1 kW
+    kw, (w,), _ = _rack("import stdlib.hardware { GB300_NVL72 }\nsite S { r = 1 x GB300_NVL72 }\n")
+    assert kw == pytest.approx(128.7) and w.message.endswith("for rack `GB300_NVL72`")
+
+
+def test_a_w212_of_a_rack_a_stdlib_block_names_bare_names_the_users_line():
+    """stdlib.systems' DGX_GB200_SU names NVL72 bare (`8 x NVL72`): a template named bare was
+    instantiated in its own module, so no W212 it brought (the racks' rest, the trays' NICs and
+    DPUs) said which line of the user's file brings it in; each now has the note."""
+    ws = astral_dsl.compiles("import stdlib.systems { DGX_GB200_SU }\n"
+                             "site S { sus = 1 x DGX_GB200_SU }\n", name="su.astral")
+    found = [d for d in ws.design.diagnostics if d.code == "W212"]
+    assert len(found) == 3
+    for w in found:
+        assert w.span.file.startswith("stdlib/") and w.notes[-1].endswith(
+            "comes into the design at su.astral:2:20"), (w.message, w.notes)
+
+
+def test_a_design_that_states_the_rest_of_an_nvl72_sees_its_figure_and_no_warning():
+    head = "import stdlib.hardware { NVL72, GB300_NVL72, NVL72_Rest }\n"
+    kw, found, rest = _rack(head + "switch R = NVL72_Rest { power = 6 kW }\n"
+                                   "site S { r = 1 x NVL72(rest = R) }\n")
+    assert kw == pytest.approx(108.9 + 6) and found == []
+    assert rest.field("power").value_in("kW") == 6 and rest.field("liquid_share").si == 0
+    kw, found, _ = _rack(head + "switch R = NVL72_Rest { power = 6 kW }\n"
+                                "site S { r = 1 x GB300_NVL72(rest = R) }\n")
+    assert kw == pytest.approx(120.6 + 6) and found == []
+    # a part of the user's own: its power and its liquid share; one that states no liquid share
+    # is taken on the air, with W212 saying so
+    kw, found, rest = _rack(head + "switch R { power = 5 kW, liquid_share = 20 % }\n"
+                                   "site S { r = 1 x NVL72(rest = R) }\n")
+    assert kw == pytest.approx(113.9) and found == [] and rest.field("liquid_share").si == 0.2
+    kw, (w,), _ = _rack(head + "switch R { power = 5 kW }\nsite S { r = 1 x NVL72(rest = R) }\n")
+    assert kw == pytest.approx(113.9)
+    assert w.message == "switch `R` states no `liquid_share`: assumed 0 % for rack `NVL72`"
 
 
 # ---- stdlib.systems: each system `astral runs` places runs on is a design that compiles ----------------

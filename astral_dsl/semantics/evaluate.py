@@ -213,7 +213,7 @@ class Expressions:
             scope = scope.outer
         symbol = env.module.lookup(name)
         if symbol is not None:
-            return self.symbol_value(symbol, span)
+            return self.symbol_value(symbol, span, env)
         if cycle is not None:
             self.host.field(cycle, name, span)     # reports the cycle
         if name in BUILTINS or name in FORMS:
@@ -239,9 +239,12 @@ class Expressions:
             scope = scope.outer
         return names
 
-    def symbol_value(self, symbol, span: Span):
+    def symbol_value(self, symbol, span: Span, used_in=None):
+        """A declaration's value; a template named bare (`8 x NVL72`) is instantiated in its own
+        module, and `used_in`, the scope that names it, says where the design brings it in
+        (a W212 of the stdlib's names the user's line: semantics/defaults.py)."""
         if isinstance(symbol, Template):
-            return self.host.instantiate(symbol, [], Env(symbol.module), span)
+            return self.host.instantiate(symbol, [], Env(symbol.module), span, used_in)
         if isinstance(symbol, (ParamSymbol, LetSymbol)):
             return self.host.module_value(symbol, span)
         if isinstance(symbol, Namespace):

@@ -184,7 +184,8 @@ class Instantiator:
         return out
 
     # -- templates ---------------------------------------------------------------------------------------
-    def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
+    def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span,
+                    used_in: Optional[Env] = None):
         params, overrides = bind(self, template, args, caller, span)
         key = (id(template), memo_key(params),
                memo_key({n: (unknown_key(v.arg.value.span) if isinstance(v, Deferred) else v)
@@ -198,7 +199,7 @@ class Instantiator:
                  "a template that instantiates itself with changing arguments never ends")
         frame = self._make(template, params, overrides, depth)
         frame.called_at = span
-        frame.used_at = used_at(caller, span)
+        frame.used_at = used_at(used_in or caller, span)
         self.memo[key] = frame
         if self.isolator is not None:
             self.isolator.made(frame, bare=not args)
