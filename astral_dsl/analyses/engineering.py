@@ -18,6 +18,7 @@ from astral_dsl.analyses.utilization import Averages
 from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.uses import noted
 
 
 @records.frozen(slots=False)
@@ -62,7 +63,9 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     # a fabric part the analysis rejected (E214, E219) is not said failed
     notes = (scen.settled(applied, fabrics).notes + tuple(n for f in fabrics for n in f.notes)) \
         if applied else ()
-    return Engineering(fabrics, power, cooling, sort_diagnostics(diags), notes)
+    # at a stdlib template's argument, the note of the template's line that reads it
+    return Engineering(fabrics, power, cooling, sort_diagnostics(noted(diags, d.instances)),
+                       notes)
 
 
 @records.frozen(slots=False)

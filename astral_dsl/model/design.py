@@ -115,6 +115,13 @@ class Instance:
     # fields that name replicas, as written (a job's `placement = Astral.pods[3]`, whose Ref is
     # the canonical path of the instance the eight pods share): field -> Route
     routes: Tuple[Tuple[str, Any], ...] = ()
+    # a field's value is set where the user's files set it (`field_spans`): the argument of a
+    # stdlib template that its field reads (`RearDoor(rated = 40 kW)`: `max_rack_heat = rated`
+    # in stdlib/cooling.astral), not the template's line; `uses` has that line (field ->
+    # the template's expression), `stated` the fields whose value the stdlib itself states
+    # (their span is the stdlib's): semantics/origins.py
+    uses: Tuple[Tuple[str, Span], ...] = ()
+    stated: Tuple[str, ...] = ()
 
     def route(self, name: str):
         for k, r in self.routes:
@@ -122,12 +129,15 @@ class Instance:
                 return r
         return None
 
-    def span_of(self, name: str) -> Optional[Span]:
-        """The source of field `name` (its value), else of the declaration."""
-        for k, s in self.field_spans:
-            if k == name:
-                return s
-        return self.span
+    def span_of(self, name: str, *others: str) -> Optional[Span]:
+        """Where the user's files set field `name` (its value: the field, or the argument of a
+        stdlib template that the field reads), else the declaration's span. With `others`: the
+        first of the fields whose value the user's files set, else `name`'s (the stdlib's)."""
+        spans = dict(self.field_spans)
+        for k in (name,) + others if others else ():
+            if k in spans and k not in self.stated:
+                return spans[k]
+        return spans.get(name, self.span)
 
     @property
     def display(self) -> str:

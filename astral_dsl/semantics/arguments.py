@@ -3,7 +3,7 @@ by name, or under a parameter's old name with W211), keyword overrides of fields
 counts left to sizing (deferred), and the key a template's instance is memoised under."""
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
@@ -12,6 +12,7 @@ from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.fields import SIZABLE, _Given, _wants_symbols
 from astral_dsl.semantics.words import as_words
 from astral_dsl.semantics.frames import Env, FieldDef
+from astral_dsl.semantics.origins import of_expr
 from astral_dsl.semantics.scope import Template
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
@@ -20,7 +21,8 @@ MAX_DEFAULTS = 64   # parameter defaults evaluated one inside another (as instan
 
 
 def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
-    """The parameters (name -> value) and the field overrides (name -> (value, span)) of
+    """The parameters (name -> value), the field overrides (name -> (value, span, origin))
+    and where the user's files set each parameter (name -> span: semantics/origins.py) of
     `template(args)` called from `caller`."""
     decl = template.decl
     defs = list(decl.params or ())
@@ -28,6 +30,7 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
     given: Dict[str, Any] = {}
     overrides: Dict[str, Any] = {}
     spans: Dict[str, Span] = {}
+    origins: Dict[str, Optional[Span]] = {}
     positional = 0
     fields = KINDS[template.kind].fields
     old_names = {r.old.name: r for r in decl.renamed}
@@ -40,7 +43,7 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         if arg.name is not None and isinstance(arg.value, ast.Unknown) and \
                 (template.kind, arg.name.name) in SIZABLE:
             # an equipment count left to sizing: evaluated as the instance's own field
-            overrides[arg.name.name] = (Deferred(arg, caller), arg.value.span)
+            overrides[arg.name.name] = (Deferred(arg, caller), arg.value.span, None)
             continue
         expr = arg.value if fspec is None else \
             as_words(arg.value, fspec.type, caller, f"`{arg.name.name}`", it.diagnostics)
@@ -60,8 +63,9 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         if pname in names:
             given[pname] = value
             spans[pname] = arg.value.span
+            origins[pname] = of_expr(arg.value, caller)
         elif pname in KINDS[template.kind].fields:
-            overrides[pname] = (value, arg.value.span)
+            overrides[pname] = (value, arg.value.span, of_expr(arg.value, caller))
         else:
             fail("E211", f"`{template.name}` has no parameter or field `{pname}`",
                  arg.name.span if arg.name else arg.span,
@@ -75,6 +79,7 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
             value, vspan = given[pname], spans[pname]
         elif p.default is not None:
             value, vspan = _default(it, template, pname, given, p.default, env), p.default.span
+            origins[pname] = of_expr(p.default, env)
         elif it.lenient:
             params[pname] = POISON      # linting an unused template: nothing to check against
             continue
@@ -83,7 +88,10 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
                  f"write `{template.name}({pname} = ...)`")
         params[pname] = it.annotated(p.type, value, vspan,
                                         f"argument `{pname}` of `{template.name}`")
-    return params, overrides
+        if origins.get(pname) is not None:
+            env.origins[pname] = origins[pname]
+    return params, overrides, env.origins
+
 
 def _default(it, template: Template, pname: str, given, expr, env: Env):
     """The default of parameter `pname`, evaluated for the arguments `given`: E404 when it needs
@@ -146,12 +154,12 @@ class Deferred:
         self.arg, self.env = arg, env
 
 
-def override(value, env: Env, span: Span) -> FieldDef:
+def override(value, env: Env, span: Span, origin: Optional[Span] = None) -> FieldDef:
     if isinstance(value, Deferred):
         arg = value.arg
         stmt = ast.Field(arg.name, arg.value, arg.span)
         return FieldDef(stmt, value.env, arg.name.span, arg.value)
-    return FieldDef(_Given(value), env, span, None)
+    return FieldDef(_Given(value), env, span, None, origin=origin)
 
 
 def memo_key(values: Dict[str, Any]):

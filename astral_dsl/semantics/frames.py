@@ -25,6 +25,9 @@ class Env:
     locals: Dict[str, Any] = attrs.field(factory=dict)
     outer: Optional["Env"] = None
     symbols: bool = False   # bare unknown names are enumeration symbols (enum-typed fields)
+    # parameter -> where the user's files set its value (semantics/origins.py); a parameter
+    # not in it takes a value its template's module states (a stdlib default)
+    origins: Dict[str, Span] = attrs.field(factory=dict)
 
     def child(self, **locals_) -> "Env":
         return Env(self.module, None, {}, dict(locals_), self, self.symbols)
@@ -40,6 +43,7 @@ class FieldDef:
     name_span: Span
     value_expr: Any      # the expression (None for nested declarations and records)
     is_let: bool = False
+    origin: Optional[Span] = None   # an argument's value: where the user's files set it
 
 
 @records.define(eq=False)
@@ -60,7 +64,7 @@ class Frame:
     done_actions: List[Tuple[str, Any, Any, Any, Span, Any]] = attrs.field(factory=list)
     completed: bool = False
     # how a template's instance was made (template, params, overrides): to copy it
-    recipe: Optional[Tuple[Any, Dict[str, Any], Dict[str, Any]]] = None
+    recipe: Optional[Tuple[Any, Dict[str, Any], Dict[str, Any], Dict[str, Span]]] = None
     pending: Any = None            # a scenario's routes below this frame (semantics/isolate.py)
     routes: Dict[str, Any] = attrs.field(factory=dict)   # field -> the path as written (a job's
     #                                                      placement: which replicas it names)

@@ -7,6 +7,7 @@ from astral_dsl.model.design import Action, Instance, Member, Ref
 from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group, ListValue,
                                      NicPort, Values)
 from astral_dsl.semantics.frames import Frame
+from astral_dsl.semantics.origins import of_field
 
 
 class Freezer:
@@ -24,23 +25,34 @@ class Freezer:
         fields = []
         members = []
         spans = []
+        uses = []
+        stated = []
         for name, d in frame.defs.items():
             if d.is_let:
                 continue
             value = frame.values.get(name, POISON)
             if value is POISON:
                 continue
-            spans.append((name, d.value_expr.span if d.value_expr is not None else d.name_span))
+            own = d.value_expr.span if d.value_expr is not None else d.name_span
             if frame.owned.get(name) and isinstance(value, (Frame, Group)):
+                spans.append((name, own))
                 members.append(Member(name, self.value(value, owned=True), d.name_span))
-            else:
-                fields.append((name, self.value(value, owned=False)))
+                continue
+            # where the user's files set it (a stdlib template's parameter, an argument):
+            # semantics/origins.py; the template's own expression, when the stdlib states it
+            at = of_field(frame, name) if d.env.module.is_stdlib else own
+            if at is None:
+                stated.append(name)
+            elif at != own:
+                uses.append((name, own))
+            spans.append((name, at or own))
+            fields.append((name, self.value(value, owned=False)))
         actions = tuple(Action(verb, self.value(target, False), fname, self.value(value, False),
                                span, route)
                         for verb, target, fname, value, span, route in frame.done_actions)
         inst = Instance(frame.kind, frame.name, self.paths[id(frame)], tuple(fields),
                         tuple(members), frame.span, (), actions, tuple(spans),
-                        tuple(frame.routes.items()))
+                        tuple(frame.routes.items()), tuple(uses), tuple(stated))
         self.done[id(frame)] = inst
         self.busy.discard(id(frame))
         self.order.append(inst)

@@ -186,10 +186,10 @@ class Instantiator:
     # -- templates ---------------------------------------------------------------------------------------
     def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span,
                     used_in: Optional[Env] = None):
-        params, overrides = bind(self, template, args, caller, span)
+        params, overrides, origins = bind(self, template, args, caller, span)
         key = (id(template), memo_key(params),
                memo_key({n: (unknown_key(v.arg.value.span) if isinstance(v, Deferred) else v)
-                     for n, (v, _) in overrides.items()}))
+                     for n, (v, _, _) in overrides.items()}))
         frame = self.memo.get(key)
         if frame is not None:
             return frame
@@ -197,7 +197,7 @@ class Instantiator:
         if depth > MAX_DEPTH:
             fail("E402", f"templates nest more than {MAX_DEPTH} deep (at `{template.name}`)", span,
                  "a template that instantiates itself with changing arguments never ends")
-        frame = self._make(template, params, overrides, depth)
+        frame = self._make(template, params, overrides, depth, origins)
         frame.called_at = span
         frame.used_at = used_at(used_in or caller, span)
         self.memo[key] = frame
@@ -205,22 +205,21 @@ class Instantiator:
             self.isolator.made(frame, bare=not args)
         return frame
 
-    def _make(self, template: Template, params, overrides, depth: int) -> Frame:
+    def _make(self, template: Template, params, overrides, depth: int, origins) -> Frame:
         frame = Frame(template.kind, KINDS[template.kind], template.name, template.decl.span,
                       template, depth, args=params,
-                      recipe=(template, params, overrides))
+                      recipe=(template, params, overrides, origins))
         self.frames.append(frame)
-        self._apply(frame, template, params, set())
-        for name, (value, arg_span) in overrides.items():
-            frame.defs[name] = override(value, Env(template.module, frame), arg_span)
+        self._apply(frame, template, params, set(), origins)
+        for name, (value, arg_span, origin) in overrides.items():
+            frame.defs[name] = override(value, Env(template.module, frame), arg_span, origin)
         return frame
 
     def copy(self, frame: Frame) -> Frame:
         """A private copy of a template's instance (to isolate replicas a scenario names)."""
         if frame.recipe is None:
             return frame
-        template, params, overrides = frame.recipe
-        return self._make(template, params, overrides, frame.depth)
+        return self._make(*frame.recipe[:3], frame.depth, frame.recipe[3])
 
     def given(self, frame: Frame, name: str, value) -> None:
         """Give field `name` of a frame not yet evaluated this value (a scenario's `set`)."""
@@ -229,13 +228,15 @@ class Instantiator:
                                                        else self.entry, frame), span, None)
         frame.values.pop(name, None)
 
-    def _apply(self, frame: Frame, template: Template, params: Dict[str, Any], seen: set):
-        """Lay the statements of `template` (after those of its base) onto `frame`."""
+    def _apply(self, frame: Frame, template: Template, params: Dict[str, Any], seen: set,
+               origins: Dict[str, Span]):
+        """Lay the statements of `template` (after those of its base) onto `frame`; `origins`:
+        where the user's files set its parameters (semantics/origins.py)."""
         if id(template) in seen:
             fail("E215", f"`{template.name}` is derived from itself", template.decl.name.span,
                  "a declaration's base must be another template")
         seen.add(id(template))
-        env = Env(template.module, frame, params)
+        env = Env(template.module, frame, params, origins=origins)
         decl = template.decl
         if decl.base is not None:
             base, base_args = self._base(decl, env)
@@ -244,10 +245,10 @@ class Instantiator:
 
     def _derive(self, frame: Frame, base: Template, args, env: Env, span: Span, seen: set):
         """Lay `base(args)` onto `frame`: its statements, then the keyword overrides."""
-        base_params, base_overrides = bind(self, base, args, env, span)
-        self._apply(frame, base, base_params, seen)
-        for name, (value, at) in base_overrides.items():
-            frame.defs[name] = override(value, env, at)
+        base_params, base_overrides, origins = bind(self, base, args, env, span)
+        self._apply(frame, base, base_params, seen, origins)
+        for name, (value, at, origin) in base_overrides.items():
+            frame.defs[name] = override(value, env, at, origin)
 
     def _base(self, decl: ast.Decl, env: Env):
         symbol, args = self._template_of(decl.base, env)
