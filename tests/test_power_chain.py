@@ -507,7 +507,7 @@ site S {{
 
 @pytest.mark.parametrize("args, body, volts, column", [
     ("", ", end_voltage = 2.1 V", "120 x 2.1 V = 252 V", 98),      # at its `end_voltage`
-    (", cells = 200", "", "200 x 1.75 V = 350 V", 15)])             # at the LeadAcid(...) call
+    (", cells = 200", "", "200 x 1.75 V = 350 V", 51)])             # at its `cells` argument
 def test_a_battery_that_ends_above_its_bus_is_e635(args, body, volts, column):
     checked = astral_dsl.check(astral_dsl.compiles(BUS.format(args=args, body=body),
                                                    name="bus.astral"))

@@ -107,15 +107,10 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
     limit = _si(inst.field("max_rack_heat"))
     if limit is not None and worst > limit * (1 + 1e-9):
         sent, removed = readable.powers_apart(worst, limit, 2)
-        # where the user's file sets the limit: a template's (stdlib's `RearDoor(rated = ...)`)
-        # is written in the template's body, which the user does not edit: the unit instead
-        span = inst.span_of("max_rack_heat")
-        if span is None or inst.span is None or span.file != inst.span.file:
-            span = inst.span
         diags.append(Diagnostic("E644", Severity.ERROR,
                                 f"a rack sends {sent} to air, more than `{inst.path}` removes "
                                 f"per rack ({removed} at a "
-                                f"{format_number(rise)} K rise)", span,
+                                f"{format_number(rise)} K rise)", inst.span_of("max_rack_heat"),
                                 "raise the racks' liquid share, lower their load, or use a unit "
                                 "that removes more per rack (`max_rack_heat`)"))
     ratio = _si(inst.field("fan_power_ratio"))

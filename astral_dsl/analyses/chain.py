@@ -240,20 +240,12 @@ def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, fl
                 "E634", Severity.ERROR,
                 f"transformers `{s.inst.path}` carry {said}{of} at the peak, but their "
                 f"{left} unit(s) left in service ({s.redundancy}) hold {rating}",
-                field_source(s.inst, "count"), f"{total} transformers of "
+                s.inst.span_of("count"), f"{total} transformers of "
                 f"{readable.apparent(readable.power(s.capacity_w))} are needed ({s.redundancy}"
                 f"{': half on each side' if s.redundancy == 'two_n' else ''})"))
         out.append(attrs.evolve(s, peak_load_w=per, average_loss_w=average_w.get(id(s), 0.0),
                                 peak_loss_w=s.losses(peak_w)))
     return out
-
-
-def field_source(inst: Instance, field: str):
-    """The field's source when the design itself writes it, else the declaration (a stdlib
-    template's field is not where the user can change it)."""
-    span = inst.span_of(field)
-    return span if span is not None and inst.span is not None and \
-        span.file == inst.span.file else inst.span
 
 
 def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[float, float],

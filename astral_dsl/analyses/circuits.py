@@ -224,7 +224,7 @@ def approach(unit: Instance, exchanger: Optional[Instance], circuit: Instance,
             f"{_label(unit)} `{unit.path}` supplies {format_number(supply)} degC, but its "
             f"{what} on facility water `{circuit.path}` at {format_number(water)} degC with a "
             f"{format_number(gap)} K approach reaches {format_number(round(need, 6))} degC at "
-            f"best", unit.span_of("supply"),
+            f"best", unit.span_of("supply", "approach"),
             f"supply at least {format_number(round(need, 6))} degC, or draw on colder facility "
             f"water (`facility = ...`: e.g. a chilled-water circuit)"))
     return Approach(unit.path, unit.kind, circuit.path, supply, water, gap, declared is not None)

@@ -68,7 +68,7 @@ def recharge(f: Instance, capacity_ah: Optional[float], voltage: float, resolve,
                            "declare `recharge_rate` (C per hour, from the charger's setting or "
                            "the cells' data sheet)"))
     else:
-        _charge_limit(f, bat, rate, diags)
+        _charge_limit(bat, rate, diags)
     return formulas.recharge_power(rate, capacity_ah, voltage)
 
 
@@ -79,7 +79,7 @@ def recharge(f: Instance, capacity_ah: Optional[float], voltage: float, resolve,
 CHARGE_LIMIT_C = {"lead_acid": 0.3, "lithium_ion": 1.0}
 
 
-def _charge_limit(f: Instance, bat: Instance, rate: float, diags) -> None:
+def _charge_limit(bat: Instance, rate: float, diags) -> None:
     """W633 when a battery's recharge is faster than its chemistry's cells take."""
     chem = _sym(bat.field("chemistry"))
     limit = CHARGE_LIMIT_C.get(chem, max(CHARGE_LIMIT_C.values()))
@@ -89,7 +89,7 @@ def _charge_limit(f: Instance, bat: Instance, rate: float, diags) -> None:
     _once(diags, _warn("W633", f"battery `{bat.path}` recharges at {format_number(rate)} C, "
                                f"faster than {what} cells take ({format_number(limit)} C): the "
                                f"rectifier modules of its feeders are sized for that recharge on "
-                               f"top of the load", _written(f, bat, "recharge_rate"),
+                               f"top of the load", bat.span_of("recharge_rate"),
                        f"set `recharge_rate` to the charger's current limit over the strings' "
                        f"Ah (at most {format_number(limit)} C, or the cells' data sheet's)"))
 
@@ -138,23 +138,12 @@ def rectifier(f: Instance, load, resolve, diags, reqs, units: int, recharge_w: f
             if recharge_w else ""
         diags.append(_err("E627", f"`{f.path}` needs {needed} rectifier modules of "
                                   f"{format_number(module / 1e3)} kW ({scheme}) but "
-                                  f"`{rect.path}` has {declared}", _written(f, rect, "modules"),
+                                  f"`{rect.path}` has {declared}", rect.span_of("modules"),
                           f"use at least {needed} modules: {readable.power(load)}{what} "
                           f"on {format_number(module / 1e3)} kW modules{rated} need {base}, "
                           f"and {scheme} makes {needed}"))
     installed = declared if declared is not None else needed
     return needed, declared, installed * module * (_si(rect.field("no_load_loss")) or 0.0)
-
-
-def _written(f: Instance, part: Instance, *fields: str):
-    """The first of `fields` of `part` that the feeder's own file writes, else where the feeder
-    names the part (a stdlib template's field is not where the user can change it)."""
-    home = f.span.file if f.span is not None else None
-    for name in fields:
-        span = part.span_of(name)
-        if span is not None and span.file == home:
-            return span
-    return f.span_of(part.kind) or f.span
 
 
 # IEEE Std 485 sizing factors taken when a battery declares none: aging 1.25 (replace at 80 %
@@ -188,7 +177,7 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                                   f"{format_number(int(cells))} x {format_number(end_v)} V = "
                                   f"{format_number(round(cells * end_v, 3))} V, above the "
                                   f"{format_number(bus)} V of its bus: it would never discharge "
-                                  f"into it", _written(f, bat, "end_voltage", "cells"),
+                                  f"into it", bat.span_of("end_voltage", "cells"),
                           "`end_voltage` is per cell (lead-acid ends at 1.6-1.9 V a cell: "
                           "IEEE Std 485); check it and `cells` against the bus"))
         return None, None, None
@@ -211,7 +200,7 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                                    f"advises none below 1 (1.0 at 25 degC, more below it; the "
                                    f"capacity gained above 25 degC is lost in life), so its "
                                    f"strings are sized smaller than the standard sizes them",
-                           _written(f, bat, "temperature_factor"),
+                           bat.span_of("temperature_factor"),
                            "declare `temperature_factor = 1` for a room at 25 degC or warmer, "
                            "the IEEE 485 correction for the lowest electrolyte temperature "
                            "below it"))

@@ -14,7 +14,7 @@ from astral_dsl.units import format_number
 
 def air_per_rack(eng, design) -> List[Limit]:
     """E644: a rack's heat to air (its power less its liquid share) within `max_rack_heat`,
-    placed where E644 is (the field where the user's file writes it, else the unit)."""
+    placed where E644 is (where the user's files set the limit: Instance.span_of)."""
     from astral_dsl.analyses.walk import Resolver
 
     resolve = Resolver(design)
@@ -23,11 +23,7 @@ def air_per_rack(eng, design) -> List[Limit]:
         if a.rack_limit_w is None:
             continue
         inst = resolve.by_path.get(a.path)
-        span = inst.span_of("max_rack_heat") if inst is not None else None
-        if inst is not None and (span is None or inst.span is None
-                                 or span.file != inst.span.file):
-            span = inst.span
-        file, line, col = where_of(span)
+        file, line, col = where_of(inst.span_of("max_rack_heat") if inst is not None else None)
         out.append(Limit(f"air_rack:{a.path}", "air_rack",
                          f"heat to air of a rack under air unit {a.path} (its "
                          f"`max_rack_heat`)", a.max_rack_heat_w, a.rack_limit_w, "<=", "kW",
@@ -44,7 +40,8 @@ def approaches(eng, design) -> List[Limit]:
     out: List[Limit] = []
     for ap in eng.cooling.approaches:
         inst = resolve.by_path.get(ap.unit)
-        file, line, col = where_of(inst.span_of("supply") if inst is not None else None)
+        file, line, col = where_of(inst.span_of("supply", "approach") if inst is not None
+                                   else None)
         exchanger = "CDU" if ap.kind == "loop" else "coil"
         how = "declared" if ap.declared else "the default, W641"
         out.append(Limit(f"approach:{ap.unit}:{ap.circuit}", "approach",

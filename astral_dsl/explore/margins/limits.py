@@ -253,13 +253,13 @@ def _transformers(eng) -> List[Limit]:
     """A transformer stage carries its site's load at the peak hour in apparent power (kW over
     the power factor), each replica its share, on the units its redundancy leaves in service
     (analyses/chain.py: E634): numeric sides, bracketed."""
-    from astral_dsl.analyses.chain import field_source, units_left
+    from astral_dsl.analyses.chain import units_left
 
     facility = eng.cooling.facility
     out = []
     for t in facility.transformers if facility is not None else ():
         left = units_left(t.count, t.redundancy)
-        file, line, col = where_of(field_source(t.inst, "count") if t.inst is not None else None)
+        file, line, col = where_of(t.inst.span_of("count") if t.inst is not None else None)
         note = None
         if t.power_factor != 1.0:
             note = (f"{format_number(round(t.peak_load_w / 1e3, 4))} kW at power factor "
