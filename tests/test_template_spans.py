@@ -46,12 +46,29 @@ def test_a_stdlib_air_units_rack_limit_given_as_an_argument_stands_at_the_argume
     assert e.notes == ("`RearDoor` reads it as `max_rack_heat` at stdlib/cooling.astral:81:19",)
 
 
-def test_a_limit_the_stdlib_states_itself_stands_in_the_stdlib_without_a_note():
-    # RearDoor()'s 50 kW is the stdlib's default: its line is where the value is stated
+def test_a_limit_the_stdlib_states_itself_stands_in_the_stdlib_noting_the_users_line():
+    # RearDoor()'s 50 kW is the stdlib's default: its line is where the value is stated, and
+    # a note names the user's line that brings the door in (as W212's); so for a diagnostic
+    # at the template's declaration (W642: no `dew_point`)
     text = DOORS.replace("@POWER@", "15 kW").replace("@DOOR@", "RearDoor()")
     e = _one(text, "E644")
     assert _where(e) == ("stdlib/cooling.astral", 81, 19)
-    assert e.notes == ()
+    brought = "air `RearDoor` comes into the design at d.astral:%d:%d" % _at(text, "RearDoor()")
+    assert e.notes == (brought,)
+    (w,) = [d for d in astral_dsl.check(astral_dsl.compiles(text, name="d.astral")).diagnostics
+            if d.code == "W642" and "dew_point" in d.message]
+    assert _where(w) == ("stdlib/cooling.astral", 78, 1) and w.notes == (brought,)
+
+
+def test_no_users_line_is_noted_where_two_instances_share_the_stdlibs():
+    """Two doors of other ratings are two instances of RearDoor: each W642 stands at its
+    declaration, which does not tell them apart: no note names one of the two lines."""
+    text = DOORS.replace("@POWER@", "5 kW").replace(
+        "@DOOR@", "RearDoor(rated = 40 kW)\n  more = RearDoor(rated = 45 kW)")
+    ws = astral_dsl.compiles(text, name="d.astral")
+    found = [d for d in astral_dsl.check(ws).diagnostics
+             if d.code == "W642" and "dew_point" in d.message]
+    assert len(found) == 2 and all(d.notes == () for d in found)
 
 
 def test_an_argument_named_by_a_parameter_stands_at_the_name_in_the_users_file():

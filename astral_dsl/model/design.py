@@ -122,6 +122,10 @@ class Instance:
     # (their span is the stdlib's): semantics/origins.py
     uses: Tuple[Tuple[str, Span], ...] = ()
     stated: Tuple[str, ...] = ()
+    # a stdlib template's instance: the first place in the user's files that brings it in
+    # (its call, or the user's template whose body asks for it: semantics/frames.py used_at);
+    # None for the others
+    used_at: Optional[Span] = None
 
     def route(self, name: str):
         for k, r in self.routes:

@@ -52,7 +52,9 @@ class Freezer:
                         for verb, target, fname, value, span, route in frame.done_actions)
         inst = Instance(frame.kind, frame.name, self.paths[id(frame)], tuple(fields),
                         tuple(members), frame.span, (), actions, tuple(spans),
-                        tuple(frame.routes.items()), tuple(uses), tuple(stated))
+                        tuple(frame.routes.items()), tuple(uses), tuple(stated),
+                        frame.used_at if frame.template is not None and
+                        frame.template.module.is_stdlib else None)
         self.done[id(frame)] = inst
         self.busy.discard(id(frame))
         self.order.append(inst)
