@@ -1,6 +1,9 @@
 """Raising diagnostics from inside evaluation, and the marker for values already in error."""
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 import attrs
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
@@ -29,11 +32,37 @@ def unknown_name_hint(name: str, visible) -> str:
     near = did_you_mean(name, set(visible) | {"true", "false"})
     if near:
         return near
+    module = stdlib_module_of(name)
+    if module is not None:
+        return f"`{name}` is in the stdlib: import it (`import {module} {{ {name} }}`)"
     unit = (f"; if `{name}` is meant as a unit, it follows its number (`1 {name}`), and a "
             f"compound unit has no spaces (`1 m^3/h`, not `1 m^3/ h`)") if name in UNITS else ""
     return (f"nothing named `{name}` is declared here or imported: declare it (`let {name} = "
             f"...`, a `param` or a template) or import it (`import MODULE {{ {name} }}`); names "
             f"are case-sensitive{unit}")
+
+
+@lru_cache(maxsize=1)
+def _stdlib_names() -> dict:
+    """The templates each stdlib module declares, by name (a declaration starts its line with
+    its kind: `gpu H100_SXM {`)."""
+    from astral_dsl import resources
+    from astral_dsl.model.kinds import KINDS
+
+    out = {}
+    for path in sorted(resources.stdlib_dir().glob("*.astral")):
+        for m in _DECLARATION.finditer(path.read_text(encoding="utf-8")):
+            if m.group(1) in KINDS:
+                out.setdefault(m.group(2), f"stdlib.{path.stem}")
+    return out
+
+
+_DECLARATION = re.compile(r"^([a-z_]+)[ \t]+([A-Za-z_]\w*)\b", re.M)
+
+
+def stdlib_module_of(name: str) -> str | None:
+    """The stdlib module that declares the template `name` (`stdlib.hardware` for `H100`)."""
+    return _stdlib_names().get(name)
 
 
 class Poisoned(Exception):
