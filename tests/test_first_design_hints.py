@@ -120,3 +120,13 @@ def test_w656_hint_declares_a_named_facility(tmp_path):
         """, tmp_path)
     assert not [d for d in fixed.diagnostics if d.is_error or
                 d.message.startswith("no `facility` is declared")], fixed.diagnostics
+
+
+def test_a_check_message_without_its_severity_says_else_error(tmp_path):
+    # was E103 "unexpected `\"too much\"`; expected a name" with no hint
+    d = only(build('site S {\n  check power <= 1 MW else "too much"\n}\n', tmp_path), "E103")
+    assert (d.span.start.line, d.span.start.column) == (2, 28)
+    assert d.hint == ('`else` takes the severity before the message: `else error "too much"` '
+                      '(or `warning`)')
+    # an `if`'s `else` takes a string as its value, as before
+    assert not build('let a = if true then "x" else "y"\n', tmp_path).diagnostics

@@ -324,6 +324,8 @@ def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
                 "remainder operator; write `a - floor(a / b) * b`")
     if str(tok) in _COMPARISONS and re.search(r"(?<!-)[<>]|[=!]=", before):
         return "comparisons do not chain: write `a < b and b < c`, not `a < b < c`"
+    if tok.type == "STRING" and re.search(r"\belse[ \t]*$", before):
+        return f"`else` takes the severity before the message: `else error {tok}` (or `warning`)"
     brace = re.search(r"(\w+)[ \t]*=[ \t]*$", before) if str(tok) == "{" else None
     if brace:
         # `parallel = { tp = 8 }`, `fabric = { rails = 8 }`: braces hold no value
