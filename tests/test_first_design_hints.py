@@ -130,3 +130,32 @@ def test_a_check_message_without_its_severity_says_else_error(tmp_path):
                       '(or `warning`)')
     # an `if`'s `else` takes a string as its value, as before
     assert not build('let a = if true then "x" else "y"\n', tmp_path).diagnostics
+
+
+NODE = "gpu G { power = 700 W }\nhost N { gpus = 8 x G, power = 10.2 kW }\n"
+
+
+def test_a_member_named_after_a_param_that_is_also_a_roll_up_says_so(tmp_path):
+    # `hosts = hosts x N` reads the rack's roll-up `hosts`, not the param: the hint said only
+    # "break the cycle: one of the values must not refer back"
+    d = only(build("param hosts = 4\n" + NODE + "rack R { hosts = hosts x N }\n"
+                   "site S { racks = 2 x R }\n", tmp_path), "E404")
+    assert d.message == "`hosts` of rack `R` depends on itself"
+    assert d.hint == ("in rack `R`, `hosts` is its roll-up (what it holds, this field included), "
+                      "not the module's `hosts`: rename that (e.g. `hosts_per_rack`)")
+    # renamed, it holds
+    assert not [x for x in build("param hosts_per_rack = 4\n" + NODE +
+                                 "rack R { hosts = hosts_per_rack x N }\n"
+                                 "site S { racks = 2 x R }\n", tmp_path).diagnostics if x.is_error]
+
+
+def test_power_from_its_own_roll_up_says_to_total_the_members(tmp_path):
+    d = only(build(NODE + "rack R { hosts = 4 x N, power = power * 1.1 }\n"
+                   "site S { racks = 2 x R }\n", tmp_path), "E404")
+    assert d.hint.endswith(": total its members instead (`sum(MEMBER.power) * 1.1`)")
+
+
+def test_a_field_naming_a_roll_up_that_does_not_count_it_is_unchanged(tmp_path):
+    design = build(NODE + "rack R { hosts = 4 x N, gpus = gpus }\nsite S { racks = 2 x R }\n",
+                   tmp_path)
+    assert not [d for d in design.diagnostics if d.is_error]
