@@ -159,3 +159,36 @@ def test_a_field_naming_a_roll_up_that_does_not_count_it_is_unchanged(tmp_path):
     design = build(NODE + "rack R { hosts = 4 x N, gpus = gpus }\nsite S { racks = 2 x R }\n",
                    tmp_path)
     assert not [d for d in design.diagnostics if d.is_error]
+
+
+FEEDERS = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 2 x R
+  utilization = 80 %
+  feeder f { current = dc, voltage = 240 V, capacity = 100 kW, efficiency = 95 %, serves = racks SIDE_F }
+  feeder g { current = dc, voltage = 240 V, capacity = 100 kW, efficiency = 95 %, serves = racks SIDE_G }
+}
+"""
+
+
+@pytest.mark.parametrize("side_f, side_g, warned", [
+    ("", "", "no `side`"), (", side = A", ", side = A", "side A"),
+    (", side = A", ", side = B", None), (", side = A", "", None)])
+def test_two_feeders_on_one_side_serving_the_same_racks_are_w634(side_f, side_g, warned,
+                                                                  tmp_path):
+    # each was taken to carry the whole load with no word: two feeders carrying 80 % of 80 kW
+    # each (and losing 5 % of it each), where a 2N pair carries it once between them
+    result = checked(FEEDERS.replace("SIDE_F", side_f).replace("SIDE_G", side_g), tmp_path)
+    w634 = [d for d in result.diagnostics if d.code == "W634"]
+    carried = sum(f.average_w for f in result.engineering.power.feeders)
+    if warned is None:
+        assert not w634
+        assert carried == pytest.approx(64e3)
+        return
+    assert [d.message for d in w634] == [
+        f"feeders `S.f` and `S.g` serve the same parts on {warned}: each is taken to carry all "
+        "of their load, which is counted twice (their losses too)"]
+    assert w634[0].span.start.line == 7 and "count = 2" in w634[0].hint
+    assert carried == pytest.approx(2 * 64e3)
