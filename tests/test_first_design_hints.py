@@ -192,3 +192,18 @@ def test_two_feeders_on_one_side_serving_the_same_racks_are_w634(side_f, side_g,
         "of their load, which is counted twice (their losses too)"]
     assert w634[0].span.start.line == 7 and "count = 2" in w634[0].hint
     assert carried == pytest.approx(2 * 64e3)
+
+
+@pytest.mark.parametrize("objective, shown", [("maximize gpus", "maximize gpus = 1,280"),
+                                              ("maximize 2 * gpus", "maximize expression = 2,560")])
+def test_the_sizing_report_names_an_objective_by_what_it_says(objective, shown, tmp_path):
+    # `maximize gpus`, which language.md section 15 gives as the example, was reported as
+    # "objective: maximize expression = 1,280"
+    path = tmp_path / "main.astral"
+    path.write_text(f"gpu G {{ power = 700 W }}\nhost H {{ gpus = 8 x G, power = 14.3 kW }}\n"
+                    f"rack R {{ hosts = (? in 2..6) x H, power_limit = 80 kW }}\n"
+                    f"site S {{\n  racks = 32 x R\n  {objective}\n}}\n", encoding="utf-8")
+    objective = astral_dsl.size(str(path)).objective
+    sense, name, value = shown.replace(" = ", " ").split(" ")
+    assert (objective["sense"], objective["name"]) == (sense, name)
+    assert objective["value"] == float(value.replace(",", ""))
