@@ -34,6 +34,12 @@ def test_a_stdlib_template_without_its_import_names_the_module(name, module, tmp
     assert d.hint == f"`{name}` is in the stdlib: import it (`import {module} {{ {name} }}`)"
 
 
+def test_a_stdlib_name_written_in_other_case_names_it_and_its_module(tmp_path):
+    d = only(build("let x = llama3_70b\n", tmp_path), "E200")
+    assert d.hint == ("did you mean `Llama3_70B`? It is in the stdlib: import it "
+                      "(`import stdlib.models { Llama3_70B }`)")
+
+
 def test_a_name_nothing_declares_keeps_the_general_hint(tmp_path):
     d = only(build("let x = Nowhere42\n", tmp_path), "E200")
     assert d.hint.startswith("nothing named `Nowhere42` is declared here or imported")

@@ -35,6 +35,10 @@ def unknown_name_hint(name: str, visible) -> str:
     module = stdlib_module_of(name)
     if module is not None:
         return f"`{name}` is in the stdlib: import it (`import {module} {{ {name} }}`)"
+    written = next((n for n in _stdlib_names() if n.lower() == name.lower()), None)
+    if written is not None:         # `b200`, `llama3_70b`: names are case-sensitive
+        return (f"did you mean `{written}`? It is in the stdlib: import it (`import "
+                f"{stdlib_module_of(written)} {{ {written} }}`)")
     unit = (f"; if `{name}` is meant as a unit, it follows its number (`1 {name}`), and a "
             f"compound unit has no spaces (`1 m^3/h`, not `1 m^3/ h`)") if name in UNITS else ""
     return (f"nothing named `{name}` is declared here or imported: declare it (`let {name} = "
