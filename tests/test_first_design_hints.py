@@ -213,3 +213,15 @@ def test_the_sizing_report_names_an_objective_by_what_it_says(objective, shown, 
     sense, name, value = shown.replace(" = ", " ").split(" ")
     assert (objective["sense"], objective["name"]) == (sense, name)
     assert objective["value"] == float(value.replace(",", ""))
+
+
+@pytest.mark.parametrize("imported, alias", [("import stdlib.hardware", "hardware"),
+                                             ("import stdlib.hardware as hw", "hw")])
+def test_a_stdlib_name_of_a_module_imported_whole_says_its_qualified_name(imported, alias,
+                                                                          tmp_path):
+    d = only(build(f"{imported}\nhost N {{ gpus = 8 x B200 }}\n", tmp_path), "E200")
+    assert d.hint == (f"`B200` is in `stdlib.hardware`, imported here as `{alias}`: write "
+                      f"`{alias}.B200`, or import it by name (`import stdlib.hardware {{ B200 }}`)")
+    # what it says to write compiles
+    assert not [x for x in build(f"{imported}\nhost N {{ gpus = 8 x {alias}.B200 }}\n",
+                                 tmp_path).diagnostics if x.is_error]

@@ -15,24 +15,30 @@ def unknown_key(span: Span) -> str:
     return f"{span.file}:{span.start.line}:{span.start.column}"
 
 
-def unknown_name(name: str, span: Span, visible):
+def unknown_name(name: str, span: Span, visible, namespaces=None):
     """E200 for a name nothing declares (the hint: unknown_name_hint); E222 for `if` or `not`,
     which nothing can declare, read as a name (keywords.read_as_name)."""
     keyword = read_as_name(name)
     if keyword is not None:
         fail("E222", keyword[0], span, keyword[1])
-    fail("E200", f"unknown name `{name}`", span, unknown_name_hint(name, visible))
+    fail("E200", f"unknown name `{name}`", span, unknown_name_hint(name, visible, namespaces))
 
 
-def unknown_name_hint(name: str, visible) -> str:
-    """The hint of E200: the closest visible name, else how a name comes to be known, and for a
-    unit's name, how a unit is written (`1 W/ s` is `1 W` divided by a name `s`)."""
+def unknown_name_hint(name: str, visible, namespaces=None) -> str:
+    """The hint of E200: the closest visible name, else how a name comes to be known (a stdlib
+    template: its import, or its qualified name when its module is imported whole:
+    `namespaces`, alias -> module key), and for a unit's name, how a unit is written (`1 W/ s`
+    is `1 W` divided by a name `s`)."""
     from astral_dsl.units import UNITS
 
     near = did_you_mean(name, set(visible) | {"true", "false"})
     if near:
         return near
     module = stdlib_module_of(name)
+    alias = next((a for a, key in sorted((namespaces or {}).items()) if key == module), None)
+    if module is not None and alias is not None:
+        return (f"`{name}` is in `{module}`, imported here as `{alias}`: write `{alias}.{name}`, "
+                f"or import it by name (`import {module} {{ {name} }}`)")
     if module is not None:
         return f"`{name}` is in the stdlib: import it (`import {module} {{ {name} }}`)"
     written = next((n for n in _stdlib_names() if n.lower() == name.lower()), None)

@@ -226,7 +226,9 @@ class Expressions:
             return Symbol(name)
         if name in env.module.unresolved:
             raise Poisoned()               # its import failed: that is the diagnostic
-        unknown_name(name, span, self.visible(env))
+        unknown_name(name, span, self.visible(env),
+                     {a: s.scope.key for a, s in env.module.symbols.items()
+                      if isinstance(s, Namespace)})
 
     def visible(self, env: Env):
         names = set(env.module.symbols)
