@@ -326,7 +326,8 @@ def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
         return "comparisons do not chain: write `a < b and b < c`, not `a < b < c`"
     if tok.type == "STRING" and re.search(r"\belse[ \t]*$", before):
         return f"`else` takes the severity before the message: `else error {tok}` (or `warning`)"
-    brace = re.search(r"(\w+)[ \t]*=[ \t]*$", before) if str(tok) == "{" else None
+    # from a name's first character only (`(?<!\w)`): a run of 20,000 of them took 3 s
+    brace = re.search(r"(?<!\w)(\w+)[ \t]*=[ \t]*$", before) if str(tok) == "{" else None
     if brace:
         # `parallel = { tp = 8 }`, `fabric = { rails = 8 }`: braces hold no value
         name = brace.group(1)
