@@ -284,7 +284,7 @@ def test_tokens_and_mfu_carry_the_times_band_inverted(tiny_design):
     fc = seer.forecast(tiny_design)
     text = report.render(fc)
     assert f"{fc.tokens_per_s:12,.0f}     -20/+29 %  the time's band, inverted" in text
-    assert f"{fc.mfu * 100:12.1f} %   -20/+29 %  model FLOPs / peak" in text
+    assert f"{fc.mfu * 100:12.1f} %   -20/+29 %  model FLOPs / bf16 peak, " in text
 
 
 def test_an_iteration_under_a_second_is_shown_in_milliseconds(tiny_design):

@@ -251,7 +251,7 @@ def _unrejected(assign: Circuits, lost: float, root: Instance, diags) -> None:
         diags.append(_warn("W656", "no `facility` is declared: heat rejection (chillers, "
                                    "dry coolers, facility-water pumps) counts as 0 W in the "
                                    "facility power and the PUE", root.span,
-                           "declare `facility { ... }` in the site: its water's `supply` and "
+                           "declare `facility NAME { ... }` in the site: its water's `supply` and "
                            "`rise`, its pumps, `rejection` and `chiller`, and the site's "
                            "`climate`"))
     elif lost > 0:

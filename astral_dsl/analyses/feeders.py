@@ -101,12 +101,33 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
         if not feeders:
             continue
         parts = {id(f): served.of(f) for f in feeders}
+        diags.extend(_doubled(feeders, parts))
         for f in feeders:
             key = _served_key(f, parts[id(f)])
             partners = [g for g in feeders if g is not f and _served_key(g, parts[id(g)]) == key
                         and _sym(g.field("side")) != _sym(f.field("side"))]
             out.append(one_feeder(f, replicas, parts[id(f)], served.network(f)[0], partners,
                                    resolve, cache, failed, diags, reqs, averages, owner=owner))
+    return out
+
+
+def _doubled(feeders, parts) -> List:
+    """W634: two feeders of one instance on the same side (or both on none) serving the same
+    parts. Each is taken to carry all of their load (only feeders of other sides share it), so
+    the load and its conversion losses are counted once per feeder."""
+    out, seen = [], []
+    for f in feeders:
+        key = (_served_key(f, parts[id(f)]), _sym(f.field("side")))
+        first = next((g for g, k in seen if k == key), None)
+        seen.append((f, key))
+        if first is None or not parts[id(f)]:
+            continue
+        side = f"side {key[1]}" if key[1] else "no `side`"
+        out.append(_warn("W634", f"feeders `{first.path}` and `{f.path}` serve the same parts on "
+                                 f"{side}: each is taken to carry all of their load, which is "
+                                 f"counted twice (their losses too)", f.span,
+                         "give them sides A and B (a 2N pair sharing the load), or declare one "
+                         "feeder with `count = 2` (two sharing it)"))
     return out
 
 

@@ -76,7 +76,8 @@ def _objective(design: Design) -> Tuple[str, str, Any, Optional[Span]]:
     for root in design.roots:
         for a in root.actions:
             if a.verb in ("minimize", "maximize"):
-                return a.verb, getattr(a.target, "name", None) or "expression", a.target, a.span
+                return a.verb, getattr(a.target, "name", None) or a.field or "expression", \
+                    a.target, a.span
     return "minimize", "cost", Symbol("cost"), None
 
 

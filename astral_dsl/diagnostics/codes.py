@@ -142,6 +142,7 @@ CODES: dict[str, str] = {
     "W631": "transformer load power factor not declared",
     "W632": "power factor below any plausible load's",
     "W633": "battery figure outside its standard's or its cells' limits",
+    "W634": "feeders serving the same parts on the same side",
     "E640": "cooling loop capacity exceeded",
     "E641": "cooling capacity exceeded with one CDU failed",
     "E642": "supply temperature above what the hardware accepts",

@@ -82,7 +82,7 @@ class Action:
     """A scenario's `fail TARGET` / `set TARGET.field = value`, or a site's objective."""
     verb: str                # fail, set, minimize, maximize
     target: Any              # Ref, Group of Refs, FabricSelection, or the objective's value
-    field: Optional[str]
+    field: Optional[str]     # set: the field; an objective: its name as written (`gpus`)
     value: Any
     span: Optional[Span] = None
     route: Optional[Route] = None    # fail/set: the part as written (None: not a path)

@@ -277,7 +277,7 @@ def table(result, colour: bool = False, width: int = 100) -> str:
         layout.append(col("offload", [str(r.get("offload_layers", 0)) for r in rows], True))
     figures = [col("iteration", [_seconds(r["iteration_time_s"]) for r in rows]),
                col("tokens/s", [f"{r['tokens_per_s']:,.0f}" for r in rows]),
-               col("band", [marked(r["calibration"]) for r in rows]),
+               col("band", [marked(r["calibration"]) for r in rows], right=False),
                col("MFU", [f"{r['mfu'] * 100:.1f} %" for r in rows]),
                col("memory GB", [f"{r['memory_gb']:.1f}" for r in rows]),
                Column("fits", tuple("may not" if r.get("may_not_fit") else "yes"

@@ -221,8 +221,11 @@ def _warning_lines(rows, names: Sequence[str], width: int, most: int = 20) -> Li
 
     out = []
     for text, at in list(points.items())[:most]:
-        where = at[0] if len(at) == 1 else f"{len(at)} points (" + "; ".join(at[:3]) + (
-            f" and {len(at) - 3} more" if len(at) > 3 else "") + ")"
+        # every point of a sweep longer than the three named: "all 60 points", not "60 points
+        # (a; b; c and 57 more)", which reads as if some had not
+        where = at[0] if len(at) == 1 else f"all {len(at)} points" if len(at) == len(rows) > 3 \
+            else f"{len(at)} points (" + "; ".join(at[:3]) + (
+                f" and {len(at) - 3} more" if len(at) > 3 else "") + ")"
         out.append(textwrap.fill(printable(f"{where}: {text}"), width, subsequent_indent="    ",
                                  break_on_hyphens=False) + "\n")
     if len(points) > most:

@@ -170,8 +170,20 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     best.chosen = tuple(chosen)
     best.notes = (tuple(notes) + tuple(net.notes)
                   + straddle_notes(best.job, net, best.lowering.stage_groups)
-                  + _padding_note(job) + _etp_note(job) + _batch_note(best.job))
+                  + _padding_note(job) + _etp_note(job) + _dp_note(best.job)
+                  + _batch_note(best.job))
     return best
+
+
+def _dp_note(job: JobSpec) -> Tuple[str, ...]:
+    """What a job that states neither `gpus` nor `dp` runs on: dp 1, its tp x pp x cp GPUs
+    of the placement, not all of them (docs/seer.md, Defaults)."""
+    if job.dp_stated or job.gpus is not None:
+        return ()
+    par = job.parallel
+    return (f"neither `gpus` nor `dp` stated: dp {par.dp:,}, so the job runs on tp x pp x cp = "
+            f"{par.tp} x {par.pp} x {par.cp} = {par.gpus:,} GPUs of its placement, not all of "
+            f"them: state `gpus` (dp = gpus / (tp x pp x cp)) or `dp`",)
 
 
 def _batch_note(job: JobSpec) -> Tuple[str, ...]:

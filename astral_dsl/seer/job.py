@@ -249,6 +249,7 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         name=job.template, model=model, parallel=parallel,
         global_batch=_int(f.get("global_batch")) or dp * (micro or 1), micro=micro,
         batch_stated=_int(f.get("global_batch")) is not None,
+        dp_stated=_int(f.get("dp")) is not None,
         seq=_int(f.get("seq")) or model.seq, recompute=recompute, offload_layers=offload,
         pipeline_runs=_int(f.get("pipeline_runs"), 1),
         recompute_layers=_int(f.get("recompute_layers")),

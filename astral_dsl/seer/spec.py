@@ -117,6 +117,8 @@ class JobSpec:
     #                                           every layer (full_recompute)
     batch_stated: bool = True                 # `global_batch` written in the job; False: the
     #                                           framework's default, micro x dp (forecast's note)
+    dp_stated: bool = True                    # `dp` written in the job; False with no `gpus`:
+    #                                           dp 1, tp x pp x cp GPUs (forecast's note)
 
     @property
     def cross_entropy_kernels(self) -> Optional[str]:

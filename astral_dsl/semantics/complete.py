@@ -146,7 +146,18 @@ def _action(it, frame: Frame, action, env: Env):
             value = Symbol(expr.name)      # computed by the sizing step
         else:
             value = it.eval(expr, env)
-        frame.done_actions.append((action.sense, value, None, None, action.span, None))
+        frame.done_actions.append((action.sense, value, _dotted(expr), None, action.span, None))
+
+
+def _dotted(expr) -> str | None:
+    """An objective's name as written (`gpus`, `cooling.secondary.cdus`), for the sizing
+    report's `objective: maximize gpus = 1,280`; None for any other expression."""
+    if isinstance(expr, ast.Name):
+        return expr.name
+    if isinstance(expr, ast.Attr):
+        head = _dotted(expr.obj)
+        return None if head is None else f"{head}.{expr.name.name}"
+    return None
 
 
 def _shown(route, target) -> str:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import attrs
+
 from astral_dsl import cancel
-from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
 from astral_dsl.model.values import ListValue, Symbol, type_name
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
@@ -203,7 +205,8 @@ class Expressions:
                     return self.host.field(frame, name, span)
                 if name in scope.params:
                     return scope.params[name]
-                derived = self.derived(frame, name)
+                derived = self.derived(frame, name) if cycle is not frame else \
+                    self.rollup_of_itself(frame, name, env)
                 if derived is not None:
                     return derived
             elif name in scope.params:
@@ -223,7 +226,9 @@ class Expressions:
             return Symbol(name)
         if name in env.module.unresolved:
             raise Poisoned()               # its import failed: that is the diagnostic
-        unknown_name(name, span, self.visible(env))
+        unknown_name(name, span, self.visible(env),
+                     {a: s.scope.key for a, s in env.module.symbols.items()
+                      if isinstance(s, Namespace)})
 
     def visible(self, env: Env):
         names = set(env.module.symbols)
@@ -250,6 +255,26 @@ class Expressions:
         if isinstance(symbol, Namespace):
             return symbol
         raise AssertionError(symbol)
+
+    def rollup_of_itself(self, frame: Frame, name: str, env: Env):
+        """The roll-up `name` of `frame` from its own field `name` (`hosts = hosts x N` in a
+        rack): the roll-up counts that field, so it is E404, whose hint says that the name is
+        the roll-up there and not the module's `param` of that name."""
+        try:
+            return self.derived(frame, name)
+        except DiagnosticError as exc:
+            d = exc.diagnostic
+            if d.code != "E404" or d.message != f"`{name}` of {frame.kind} `{frame.display}` " \
+                                                 "depends on itself":
+                raise
+            outer = env.module.lookup(name)
+            hint = f"in {frame.kind} `{frame.display}`, `{name}` is its roll-up (what it " \
+                   "holds, this field included)" + (
+                f", not the module's `{name}`: rename that (e.g. `{name}_per_{frame.kind}`)"
+                if isinstance(outer, (ParamSymbol, LetSymbol)) else
+                ": total its members instead (`sum(MEMBER.power) * 1.1`)" if name == "power" else
+                f": give the count a name of its own (`param n = 4`, `{name} = n x ...`)")
+            raise DiagnosticError(attrs.evolve(d, hint=hint)) from None
 
     def derived(self, frame: Frame, name: str):
         """Roll-ups every physical instance answers: gpus, hosts, racks, ..., power."""

@@ -104,7 +104,9 @@ def _field(it, frame: Frame, name: str):
         frame.owned[name] = True
         if name not in spec.records:
             fail("E203", f"a {spec.name} has no block `{name}`", stmt.name.span,
-                 did_you_mean(name, list(spec.records) + list(spec.fields)))
+                 did_you_mean(name, list(spec.records) + list(spec.fields)) or
+                 (f"a {name} declared here needs a name: `{name} NAME {{ ... }}`"
+                  if name in spec.nested else None))
         rkind = KINDS[spec.records[name]]
         rec = Frame(rkind.name, rkind, name, stmt.span, None, frame.depth + 1)
         it.frames.append(rec)

@@ -6,6 +6,8 @@ Plain functions over the expression evaluator `x` (semantics/evaluate.py), which
 syntax nodes here: `eval_binary(x, node, env)` and so on."""
 from __future__ import annotations
 
+import math
+
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.model.values import Bundle, Group, ListValue, Symbol, Values, type_name
 from astral_dsl.semantics.errors import Poisoned, fail
@@ -52,6 +54,7 @@ def binary(x, op, left, right, e):
     if not isinstance(left, Quantity) or not isinstance(right, Quantity):
         bad = left if not isinstance(left, Quantity) else right
         fail("E303", f"`{op}` needs quantities, not a {type_name(bad)}", e.span,
+             _replicate_hint(op, left, right, e) or
              "arithmetic works on numbers and quantities: use a field that holds one "
              "(e.g. `host.power`), not a string or an instance")
     try:
@@ -66,6 +69,19 @@ def binary(x, op, left, right, e):
         return left.pow(right)
     except UnitError as exc:
         fail(exc.code, exc.message, e.span, exc.hint)
+
+
+def _replicate_hint(op, left, right, e) -> str | None:
+    """`8 * G` with a template `G`: replication is written `8 x G` (section 8.1)."""
+    if op != "*" or not isinstance(left, Quantity) or isinstance(right, Quantity) or \
+            not getattr(right, "kind", None) or not isinstance(e.right, ast.Name):
+        return None
+    if not left.dimensionless or left.unit:
+        return None
+    n = left.magnitude
+    count = e.left.name if isinstance(e.left, ast.Name) else \
+        str(int(n)) if math.isfinite(n) and n == int(n) and n >= 0 else "N"
+    return f"replication is written with `x`, not `*`: `{count} x {e.right.name}`"
 
 
 def elementwise(fn, left, right, span=None):

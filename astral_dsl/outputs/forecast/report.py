@@ -206,7 +206,8 @@ def render(fc) -> str:
     per = f"{text_of(inverse(env.band)):<9}"
     lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}     {per}  the time's band, "
                  "inverted")
-    lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   {per}  model FLOPs / peak")
+    lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   {per}  model FLOPs / "
+                 f"{_peak_text(fc.lowering.c)}")
     lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   {per}  with the recomputed FLOPs")
     cap = fc.lowering.c.gpu.memory
     over = f"; may not fit in {memory_capacity(cap)}" if may_not_fit(fc) else ""
@@ -227,3 +228,11 @@ def render(fc) -> str:
         if v > 0 or key in ("compute", "bubble"):
             lines.append(f"    {label:<30} {_time(v):>10} {v / fc.iteration_time * 100:6.1f} %")
     return "\n".join(lines) + "\n"
+
+
+def _peak_text(c) -> str:
+    """The peak MFU is measured against, as the GPU declares it: "bf16 peak, 989 TFLOP/s a GPU"
+    (an fp8 or MXFP8 job's is the fp8 one, an NVFP4 job's the fp4 one: seer/costs.py)."""
+    from astral_dsl.seer.costs import PEAK_OF
+
+    return f"{PEAK_OF.get(c.dtype, c.dtype)} peak, {c.peak / 1e12:,.6g} TFLOP/s a GPU"
