@@ -123,9 +123,10 @@ def _field(it, frame: Frame, name: str):
             value = Symbol(d.value_expr.text.replace(" ", ""))
             return _typed(it, frame, name, value, d.value_expr.span)
         # `scope = rack`: the word, whatever else the file names `rack` (semantics/words.py)
-        value = it.eval(as_words(d.value_expr, field_spec.type, env, f"`{name}`",
-                                 it.diagnostics), env)
+        expr = as_words(d.value_expr, field_spec.type, env, f"`{name}`", it.diagnostics)
+        value = it.eval(expr, env)
         frame.owned[name] = False
+        _options_fit(it, expr, env, field_spec.type, name)
         return _typed(it, frame, name, value, d.value_expr.span)
     elif field_spec is not None and isinstance(field_spec.type, StrType):
         words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
@@ -141,7 +142,24 @@ def _field(it, frame: Frame, name: str):
     frame.owned[name] = field_spec is None and constructs(it, d)
     if d.is_let:
         return value
+    if field_spec is not None:
+        _options_fit(it, d.value_expr, env, field_spec.type, name)
     return _typed(it, frame, name, value, d.value_expr.span)
+
+
+def _options_fit(it, e, env, type_, name: str) -> None:
+    """Every option of a field's `? in ...` fits the field's type and domain, as the first one
+    (the value the front end goes on with) does: the others were tried by sizing alone, where
+    a wrong one (`capacity = ? in [300 kW, -5 kW]`, `[300 kW, 3 m]`, a CDU among fluids) only
+    failed its combinations and was dropped without a word. A range is checked at its ends
+    (every domain is an interval)."""
+    if not isinstance(e, ast.Unknown) or e.domain is None:
+        return
+    options = unknown_options(it.expr, e, env)
+    if isinstance(e.domain, ast.Range):
+        options = (options[0], options[-1])
+    for option in options:
+        coerce(option, type_, e.domain.span, f"an option of `{name}`")
 
 
 def _sizable(it, frame: Frame, name: str, d: FieldDef):
@@ -159,6 +177,11 @@ def _sizable(it, frame: Frame, name: str, d: FieldDef):
             fail("E303", f"`{name}` is a count: its options must be whole numbers",
                  e.domain.span, "e.g. `? in 1..16` or `? in [2, 4, 8]`")
         low, high = int(min(values)), int(max(values))
+        field_spec = frame.spec.fields.get(name)
+        if field_spec is not None:     # `count = ? in 0..4`: a count of 0 feeders is E309
+            for value in sorted({low, high}):
+                coerce(Quantity(float(value)), field_spec.type, e.domain.span,
+                       f"an option of `{name}`")
     it.record_unknown(key, e.span, "count", (), low=low, high=high, frame=frame,
                       field=name, inclusive_end=inclusive_range(e))
     return UnknownValue(None, e.span, key)
