@@ -136,6 +136,17 @@ def test_a_design_that_does_not_compile_has_no_margins(tmp_path):
     assert report.margins == [] and "does not compile" in render(report)
 
 
+@pytest.mark.parametrize("text", ["", "gpu G { power = 700 W }\n",
+                                  "scenario s { required = true }\n"])
+def test_a_design_without_a_site_has_no_margins_and_compiles(tmp_path, text):
+    # `astral check` says it is ok: the margins said 'the design does not compile'
+    path = tmp_path / "nosite.astral"
+    path.write_text(text)
+    report = margins.analyse(str(path))
+    assert report.margins == [] and render(report).endswith(
+        ": the design declares no site: no margins\n"), render(report)
+
+
 @pytest.fixture(scope="module")
 def reference():
     """The reference design's margins, every parameter: one analysis (about 300 compiles and
