@@ -124,3 +124,20 @@ def test_the_checks_of_a_design_not_sized_are_not_reported(tmp_path):
     path.write_text(plain, encoding="utf-8")
     result = astral_dsl.check(astral_dsl.compile(path))
     assert sorted(d.code for d in result.diagnostics if d.is_error) == ["E314", "E500"]
+
+
+def test_an_option_of_an_argument_fits_its_parameter_or_field(tmp_path):
+    # `HX(g = ? in [G, N])`: a NIC among a host's GPUs; `HX(power = ? in [..., -1 kW])`
+    for args, message in (("g = ? in [G, N]", "an option of argument `g` of `HX` must be a gpu, "
+                                              "not a nic `N`"),
+                          ("g = G, power = ? in [10 kW, -1 kW]",
+                           "an option of `power` must not be negative, not -1 kW")):
+        text = textwrap.dedent(f"""\
+            gpu G {{ power = 700 W, price = 20000 USD }}
+            nic N {{ ports = 1, port_speed = 400 Gb/s }}
+            host HX(g: gpu) {{ gpus = 8 x g, power = 10 kW, price = 40000 USD }}
+            rack R {{ hosts = 2 x HX({args}) }}
+            site S {{ racks = 2 x R, minimize cost }}
+            """)
+        design = astral_dsl.loads(text, name="args.astral", root=tmp_path)
+        assert [d.message for d in design.diagnostics if d.is_error] == [message]

@@ -36,6 +36,21 @@ def eval_unknown(x, e: ast.Unknown, env):
     return options[0]
 
 
+def each_option(x, e, env, check) -> None:
+    """`check(option, span of the options)` for every option of `e` where it is a `? in ...`,
+    as the front end checks the first one (the value it goes on with): sizing alone tried the
+    others, where a wrong one (`capacity = ? in [300 kW, -5 kW]`, `[300 kW, 3 m]`, a fluid
+    among CDUs) only failed its combinations and was dropped without a word. A range is
+    checked at its ends (every domain is an interval)."""
+    if not isinstance(e, ast.Unknown) or e.domain is None:
+        return
+    options = unknown_options(x, e, env)
+    if isinstance(e.domain, ast.Range):
+        options = (options[0], options[-1])
+    for option in options:
+        check(option, e.domain.span)
+
+
 def inclusive_range(e: ast.Unknown) -> bool:
     """The options of `?` are written `a..b` (b included; `a..<b` stops before it)."""
     return isinstance(e.domain, ast.Range) and e.domain.inclusive
@@ -76,14 +91,8 @@ def whole(x, value, span: Span, what: str) -> int:
 
 def eval_replicate(x, e: ast.Replicate, env):
     n = _replication_count(x, eval_or_probe(x, e.count, env, e.item), e.count.span)
-    if isinstance(e.count, ast.Unknown) and e.count.domain is not None:
-        # `(? in [3, 2.5]) x Node`: every option a count, as the first (sizing alone tried
-        # the others, and dropped a wrong one without a word); a range at its ends
-        options = unknown_options(x, e.count, env)
-        if isinstance(e.count.domain, ast.Range):
-            options = (options[0], options[-1])
-        for option in options:
-            _replication_count(x, option, e.count.domain.span)
+    # `(? in [3, 2.5]) x Node`: every option a count, as the first
+    each_option(x, e.count, env, lambda option, span: _replication_count(x, option, span))
     item = x.eval(e.item, env)
     if isinstance(item, Frame):
         return Group((Run(n, item),))

@@ -9,7 +9,7 @@ from astral_dsl.model.kinds import KINDS, EnumType, ListType, StrType
 from astral_dsl.model.values import (POISON, Group, ListValue, Symbol, UnknownValue, show,
                                       type_name)
 from astral_dsl.semantics.coerce import coerce
-from astral_dsl.semantics.collections import inclusive_range, unknown_options
+from astral_dsl.semantics.collections import each_option, inclusive_range, unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, in_instance, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
@@ -148,18 +148,10 @@ def _field(it, frame: Frame, name: str):
 
 
 def _options_fit(it, e, env, type_, name: str) -> None:
-    """Every option of a field's `? in ...` fits the field's type and domain, as the first one
-    (the value the front end goes on with) does: the others were tried by sizing alone, where
-    a wrong one (`capacity = ? in [300 kW, -5 kW]`, `[300 kW, 3 m]`, a CDU among fluids) only
-    failed its combinations and was dropped without a word. A range is checked at its ends
-    (every domain is an interval)."""
-    if not isinstance(e, ast.Unknown) or e.domain is None:
-        return
-    options = unknown_options(it.expr, e, env)
-    if isinstance(e.domain, ast.Range):
-        options = (options[0], options[-1])
-    for option in options:
-        coerce(option, type_, e.domain.span, f"an option of `{name}`")
+    """Every option of a field's `? in ...` fits the field's type and domain (collections.py
+    each_option)."""
+    each_option(it.expr, e, env, lambda option, span: coerce(option, type_, span,
+                                                              f"an option of `{name}`"))
 
 
 def _sizable(it, frame: Frame, name: str, d: FieldDef):
