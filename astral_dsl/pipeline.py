@@ -201,6 +201,16 @@ def front_end_errors(design: Design) -> bool:
     return any(d.is_error and d.code not in ("E500",) for d in design.diagnostics)
 
 
+def unsized(design: Design) -> List[Diagnostic]:
+    """The diagnostics of `design` where it was not sized (an error no choice can mend stopped
+    it, or no choice satisfies it): without its user checks' (E500) where it has `?`s, which
+    read each `?` at its first option (`need 1,024 GPUs` failed at one host a rack), not at
+    what sizing would choose."""
+    if not design.needs_sizing:
+        return list(design.diagnostics)
+    return [d for d in design.diagnostics if d.code != "E500"]
+
+
 def check(workspace: "Workspace", design: Optional[Design] = None,
           scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
           baseline: Optional[Baseline] = None, required: bool = True) -> Checked:
@@ -271,12 +281,11 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
         sizing = workspace.sizing(design)                                         # 16
         if sizing.diagnostics:                    # with the warnings every choice gives
             return Checked(design, None, (), sort_diagnostics(
-                [d for d in design.diagnostics if not d.is_error and d.code != "E500"]
-                + list(sizing.diagnostics) + list(sizing.warnings)), sizing)
+                unsized(design) + list(sizing.diagnostics) + list(sizing.warnings)), sizing)
         design = sizing.design
     diags: List[Diagnostic] = list(design.diagnostics) + list(getattr(sizing, "warnings", ()))
     if front_end_errors(design):
-        return Checked(design, None, (), sort_diagnostics(diags), sizing)
+        return Checked(design, None, (), sort_diagnostics(unsized(design)), sizing)
     # jobs are validated whether or not the entry file declares a site (it may import it);
     # a design without one does not import Seer (~30 ms of CPU)
     jobs: tuple = ()

@@ -7,7 +7,7 @@ loader (semantics/modules.py) and the trace reader (observe/load.py) open their 
 `read_regular` reads the files the commands are given (a JSON option, a runs or operator table):
 a FIFO there blocked the command, `/dev/zero` (or a link to it) filled the memory (E000).
 The files a command names itself inside an output folder are `created` without following a
-link."""
+link, and the file a user names as an output is opened by `output`, which waits for no reader."""
 from __future__ import annotations
 
 import errno
@@ -52,6 +52,24 @@ def read_regular(path, limit: int) -> bytes:
             chunks.append(chunk)
     finally:
         os.close(fd)
+
+
+def output(path) -> int:
+    """A descriptor of the output `path` for writing (created or emptied; a device, a pipe or
+    a socket written into), as open(path, "w") would give, but a pipe that no process reads is
+    OSError (ENXIO), not a wait for a reader that may never come (every command's `-o` on a
+    FIFO blocked until one did)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NONBLOCK", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a pipe that no process reads from", str(path)) \
+                from None
+        raise
+    os.set_blocking(fd, True)
+    return fd
 
 
 def created(name, folder=None) -> int:

@@ -21,7 +21,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.pipeline import front_end, front_end_errors, size
+from astral_dsl.pipeline import front_end, front_end_errors, size, unsized
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
 from astral_dsl.syntax.source import encode
 
@@ -182,12 +182,14 @@ class Workspace:
 
     def sized_of(self, design: Design) -> Design:
         """`design` (of this workspace) as `sized` gives the workspace's own."""
-        if not design.needs_sizing or front_end_errors(design):
+        if not design.needs_sizing:
             return design
+        if front_end_errors(design):
+            return attrs.evolve(design, diagnostics=tuple(unsized(design)))
         result = self.sizing(design)
         if result.diagnostics:
             return attrs.evolve(design, diagnostics=sort_diagnostics(
-                design.diagnostics + tuple(result.diagnostics)))
+                unsized(design) + list(result.diagnostics)))
         return result.design
 
     def compile(self, overrides: Optional[Mapping[str, object]] = None,

@@ -232,6 +232,15 @@ def test_what_the_front_end_rejects(target, code, message):
     assert message in errors[0].message
 
 
+def test_an_unfailable_kind_is_named_with_its_article():
+    # `failing a air is not modelled`: the kind's article was always `a`
+    text = (REPO / "examples" / "sizing.astral").read_text(encoding="utf-8")
+    design = astral_dsl.loads(text + "scenario bad { fail Cluster.rows[0].room }\n",
+                              name="t.astral", root=REPO)
+    assert [d.message for d in design.diagnostics if d.is_error] == [
+        "failing an air is not modelled"]
+
+
 def test_a_port_label_is_a_label_whatever_else_is_named_so():
     # a scenario called `b` does not stand for port b
     design, checked = _check(DESIGN + "scenario b { fail S.pods[0].racks[0].hosts[0].nics[3]"

@@ -294,6 +294,7 @@ rack R {
   hosts = 4 x H
   check power <= 1 kW else error "ends in a backslash \\"
   check power <= 2 kW else error "\\l \\N \\G <b>bold</b> & \"q\" \\"
+  check power <= 3 kW else error "entities &#xD800; &#1; &lt; &foo;"
 }
 site S { racks = 2 x R }
 """
@@ -316,6 +317,9 @@ def test_user_text_reaches_the_picture_literally(tmp_path, view):
     assert '\\l \\N \\G <b>bold</b> & "q" \\' in text       # shown as written
     assert "\\l \\N cluster" not in text and "\\l \\N \\G" in text   # no escString expanded
     assert "ends in a backslash \\" in text
+    # Graphviz reads entities in a tooltip: `&#xD800;` was written as bytes that are not
+    # UTF-8, `&#1;` as a control character (the SVG not well-formed), `&lt;` as `<`
+    assert "entities &#xD800; &#1; &lt; &foo;" in text
 
 
 @needs_dot

@@ -128,3 +128,48 @@ def test_another_record_of_pygls_keeps_its_traceback():
     made = record("pygls.server", "Unable to handle message", ValueError("bad"))
     assert OneLine().filter(made) and made.exc_info is None
     assert made.getMessage() == "Unable to handle message: ValueError: bad"
+
+
+def test_a_request_about_a_closed_document_is_logged_in_one_line(tmp_path):
+    """A hover on a document the client has not opened is answered with InvalidParams (`not an
+    open document`); pygls logged the answer with a Python traceback into the editor's log."""
+    import subprocess
+    import sys
+
+    def frame(obj) -> bytes:
+        body = json.dumps(obj).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    uri = (tmp_path / "closed.astral").as_uri()
+    data = b"".join(frame(m) for m in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover",
+         "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}},
+        {"jsonrpc": "2.0", "id": 9, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"}))
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "lsp"], input=data,
+                          capture_output=True, cwd=tmp_path, timeout=WAIT)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert b"is not an open document" in proc.stdout and b'"id": 9' in proc.stdout
+    assert "Traceback" not in err, err
+    assert f'ERROR:pygls.protocol.json_rpc:Request "2" answered with an error: NotOpen: `{uri}` ' \
+           f"is not an open document" in err.splitlines(), err
+
+
+def test_a_bug_answered_as_an_internal_error_keeps_its_traceback():
+    import logging
+
+    from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+
+    from astral_dsl.lsp.transport import ANSWERED, OneLine
+
+    def record(exc):
+        return logging.LogRecord("pygls.protocol.json_rpc", logging.ERROR, __file__, 1,
+                                 ANSWERED, ("3",), (type(exc), exc, None))
+
+    bug = record(JsonRpcInternalError(message="internal error in hover: KeyError: 'k'"))
+    assert OneLine().filter(bug) and bug.exc_info is not None
+    client = record(JsonRpcInvalidParams(message="bad"))
+    assert OneLine().filter(client) and client.exc_info is None
+    assert client.getMessage() == 'Request "3" answered with an error: JsonRpcInvalidParams: bad'

@@ -517,3 +517,56 @@ def test_a_device_types_yaml_holds_the_designs_text_exactly():
                  "ls\u2028ps\u2029 bom\ufeff", "ünï ☃", ""):
         assert yaml.safe_load(f"x: {_q(text)}\n")["x"] == text, text
     assert _q("A\nB") == '"A\\u000aB"'
+
+
+def _keys_resolve(folder: Path) -> None:
+    """What NetBox's import keys by is unique, and every device names a manufacturer and a
+    device type of the files, whose YAML describes that device."""
+    makers = _rows(folder / "manufacturers.csv")
+    types = _rows(folder / "device_types.csv")
+    for rows, key in ((makers, "slug"), (makers, "name"), (types, "slug")):
+        assert len({r[key] for r in rows}) == len(rows), (key, rows)
+    assert len({(r["manufacturer"], r["model"].lower()) for r in types}) == len(types), types
+    places = _rows(folder / "sites.csv") + _rows(folder / "locations.csv")
+    assert len({r["slug"] for r in places}) == len(places), places
+    pairs = {(r["manufacturer"], r["model"]) for r in types}
+    for device in _rows(folder / "devices.csv"):
+        assert (device["manufacturer"], device["device_type"]) in pairs, device
+
+
+NAMESAKES = """\
+gpu G { power = 700 W }
+nic N1 { ports = 1, port_speed = 400 Gb/s }
+nic N2 { ports = 2, port_speed = 200 Gb/s }
+host Node(n: nic = N1) { gpus = 8 x G, nics = 2 x n, power = 10 kW, vendor = "Acme Inc" }
+host NODE { gpus = 4 x G, power = 5 kW, vendor = "acme-inc" }
+rack R { hosts = [Node, Node(n = N2), NODE], power_limit = 45 kW }
+row Row { racks = 1 x R }
+site S { %s = 2 x Row }
+""" % ("rows_of_a_hall_" * 8)
+
+
+def test_namesakes_are_exported_apart(tmp_path):
+    # `Acme Inc` and `acme-inc` had one slug, so did `Node` and `NODE`: one manufacturer and one
+    # type of each pair were left out and their devices named what the files did not hold;
+    # `Node(n = N2)` (two ports a NIC) was one type with `Node`, the YAML of one of them; two
+    # rows whose paths meet within a slug's 100 characters had one slug
+    (tmp_path / "d.astral").write_text(NAMESAKES, encoding="utf-8")
+    proc = _cli("export", "--netbox", str(tmp_path / "out"), str(tmp_path / "d.astral"))
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "out"
+    _keys_resolve(out)
+    assert _valid_device_types(out) == 3
+    assert [(r["name"], r["slug"]) for r in _rows(out / "manufacturers.csv")] == [
+        ("Acme Inc", "acme-inc"), ("acme-inc", "acme-inc-2")]
+    assert [(r["manufacturer"], r["model"], r["slug"]) for r in
+            _rows(out / "device_types.csv")] == [("acme-inc", "NODE", "acme-inc-2-node"),
+                                                 ("Acme Inc", "Node", "acme-inc-node"),
+                                                 ("Acme Inc", "Node (2)", "acme-inc-node-2")]
+    slugs = [r["slug"] for r in _rows(out / "locations.csv")]
+    assert len(slugs) == 2 and slugs[1] == slugs[0][:98] + "-2"
+    assert {len(x) for x in slugs} == {100}         # NetBox's slug is at most 100 characters
+    ports = {r["device_type"] for r in _rows(out / "devices.csv")
+             if r["name"].endswith("hosts[1]")}
+    assert ports == {"Node (2)"}
+    assert "device type Node of Acme Inc is exported as Node (2)" in proc.stdout

@@ -448,6 +448,18 @@ def test_a_whole_number_past_2_53_is_a_bad_row(tmp_path, field, value, why, fmt)
     assert len(obs.ranks[0]) == 2 and obs.ranks[0].iteration.tolist() == [1, 1]
 
 
+@pytest.mark.parametrize("field", ["rank", "iteration"])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_negative_rank_or_iteration_is_a_bad_row(tmp_path, field, fmt):
+    """An iteration of -5 was read as one (`iterations -5`): every row of a log so numbered
+    fell into one iteration, and the diagnosis found compute at 3x the forecast."""
+    rows = [dict(GOOD_ROW), dict(GOOD_ROW, start_s=1.0), dict(GOOD_ROW, **{field: -5})]
+    obs = observe.load([str(_log_of(tmp_path, rows, fmt))])
+    assert codes(obs) == ["E784"], obs.diagnostics
+    assert f"{field} -5 is negative" in obs.diagnostics[0].message
+    assert len(obs.ranks[0]) == 2 and obs.ranks[0].iteration.tolist() == [1, 1]
+
+
 def test_whole_numbers_up_to_2_53_are_read_exactly(tmp_path):
     p = tmp_path / "log.jsonl"
     p.write_text(json.dumps(dict(GOOD_ROW, iteration=2 ** 53)) + "\n")

@@ -807,3 +807,26 @@ def test_a_row_whose_gpus_need_a_design_too_large_blames_its_gpus(tmp_path, caps
     (row,) = json.loads(out)["rows"]
     assert (row["status"], row["field"]) == ("not_expressible", "gpus"), row
     assert row["reason"].startswith("E405: site `Cluster` holds 1,984,000,000 GPUs"), row
+
+
+@pytest.mark.parametrize("cells, field", [
+    ({"model_tflops_per_gpu": "1000000", "step_time_s": ""}, "model_tflops_per_gpu"),
+    ({"step_time_s": "0.001"}, "step_time_s"),
+    ({"tokens_per_s_per_gpu": "10000000", "step_time_s": ""}, "tokens_per_s_per_gpu")])
+def test_a_figure_beyond_the_gpus_peak_is_not_scored(cells, field):
+    """A row published at more model FLOP/s per GPU than the GPU's highest dense peak cannot be
+    (an A100 at 1,000,000 TFLOP/s was scored at -100 % and fitted on): not expressible, at its
+    cell, saying how far beyond; the shipped tables' rows reach at most 56 % of it."""
+    rows = [_row("k22b_full"), _row("k22b_full", id="fast", **cells)]
+    prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    assert prepared["k22b_full"].status == "ok"
+    p = prepared["fast"]
+    assert (p.status, p.field) == ("not_expressible", field), p.reason
+    assert "of the A100_80GB's highest dense peak (312 TFLOP/s): no run computes faster than " \
+           "its GPUs" in p.reason
+
+
+def test_no_shipped_row_is_beyond_its_gpus_peak():
+    assert not [p.row.id for table in (A100, MODERN)
+                for p in prepare(parse_table(_csv(table), "t.csv"))
+                if "dense peak" in (p.reason or "")]

@@ -7,6 +7,7 @@ import sys
 from typing import Optional
 
 from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usage, written_over
+from astral_dsl.regularfile import output
 
 NAME = "calibrate"
 HELP = "refit Seer's constants on runs tables and report the leave-one-group-out error"
@@ -119,7 +120,8 @@ def run(args, overrides) -> int:
     differ = out.compare(doc, old_doc) if old_doc is not None else None
     if args.output:
         try:
-            Path(args.output).write_text(fit_text(doc), encoding="utf-8")
+            with open(output(args.output), "w", encoding="utf-8") as fh:
+                fh.write(fit_text(doc))
         except OSError as exc:
             return usage(f"-o {args.output}: {exc.strerror or exc}")
     if args.docs:
@@ -127,7 +129,8 @@ def run(args, overrides) -> int:
             docs_text = _docs_text(args.docs)
             if not out.markers(docs_text):
                 return usage(f"--docs: {args.docs} no longer marks a calibration table")
-            Path(args.docs).write_text(out.rewrite(docs_text, doc), encoding="utf-8")
+            with open(output(args.docs), "w", encoding="utf-8") as fh:
+                fh.write(out.rewrite(docs_text, doc))
         except (OSError, UnicodeDecodeError) as exc:
             return usage(f"--docs {args.docs}: {getattr(exc, 'strerror', None) or exc}")
     if json_out:

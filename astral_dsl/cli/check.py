@@ -5,6 +5,7 @@ import sys
 
 from astral_dsl.cli.common import EXIT_OK, add_common, add_schema, checked, colour, exit_code, \
     print_diagnostics, schema_first, usage, written_over
+from astral_dsl.regularfile import output
 
 NAME = "check"
 HELP = "compile designs and report diagnostics and a summary"
@@ -202,7 +203,7 @@ def write_baseline(path: str, results):
     written = [attrs.evolve(e, file=os.path.relpath(e.file, folder).replace(os.sep, "/"))
                if e.file else e for e in entries]
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(output(path), "w", encoding="utf-8") as fh:
             fh.write(dumps(baseline_json(written)) + "\n")
     except OSError as exc:
         return results, f"--write-baseline: cannot write `{path}`: {exc.strerror or exc}"

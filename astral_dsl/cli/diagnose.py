@@ -16,6 +16,7 @@ import sys
 from astral_dsl.cli.common import (EXIT_OK, add_calibration, add_common, colour, open_path,
                                    print_diagnostics, unreadable, usage, design_written_over,
                                    written_over)
+from astral_dsl.regularfile import output
 
 NAME = "diagnose"
 HELP = "diagnose a running job: observed timelines against the forecast, down to the suspect part"
@@ -168,7 +169,7 @@ def _show(args, design, diags, result, found=None) -> int:
     doc = envelope(diags, file=design.file, **out.to_json(result, verdict, found))
     if args.output:
         try:
-            with open(args.output, "w", encoding="utf-8") as fh:
+            with open(output(args.output), "w", encoding="utf-8") as fh:
                 fh.write(dumps(doc) + "\n")
         except OSError as exc:
             return usage(f"cannot write `{args.output}`: {exc.strerror or exc}")

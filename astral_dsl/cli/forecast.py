@@ -7,6 +7,7 @@ from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common,
                                    colour, open_path, plot_failure, plotted, print_diagnostics,
                                    schema_first, unreadable, usage, design_written_over,
                                    written_over)
+from astral_dsl.regularfile import output
 
 NAME = "forecast"
 HELP = "forecast one training iteration of a job, operator by operator"
@@ -184,7 +185,7 @@ def _write_ranks(design, args):
     except RankMapError as exc:
         return usage(f"--ranks: {exc}")
     try:
-        with open(args.ranks, "w", encoding="utf-8") as fh:
+        with open(output(args.ranks), "w", encoding="utf-8") as fh:
             fh.write(dumps(doc) + "\n")
     except OSError as exc:
         return usage(f"--ranks: cannot write `{args.ranks}`: {exc.strerror or exc}")

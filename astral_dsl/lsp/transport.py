@@ -96,20 +96,39 @@ def describe(params) -> str:
 # report_server_error) says what it did with it
 CLIENT_ERRORS = {"pygls.server": "Unable to handle message",
                  "pygls.protocol.json_rpc": "Unable to deserialize message"}
+# and the log point of a request answered with an error (json_rpc.py's _send_handler_result,
+# 'Exception occurred for message "%s"'), where the error is the client's (a document it has
+# not opened, params no handler takes, a request past its deadline: protocol.answered's
+# InvalidParams and RequestFailed): a hover on a closed file wrote a traceback into the log. A
+# bug (JsonRpcInternalError) keeps its traceback
+ANSWERED = 'Exception occurred for message "%s"'
 
 
 class OneLine:
-    """A logging filter: a record of CLIENT_ERRORS without its traceback, the exception in one
-    line in its place (the exception being handled where the record is made)."""
+    """A logging filter: a record of CLIENT_ERRORS, or of a request answered with the client's
+    error (ANSWERED), without its traceback, the exception in one line in its place (the
+    exception being handled where the record is made)."""
 
     def filter(self, record) -> bool:
-        if CLIENT_ERRORS.get(record.name) == str(record.msg).split("\n", 1)[0]:
-            import sys
+        import sys
 
-            exc = record.exc_info[1] if record.exc_info else sys.exc_info()[1]
+        exc = record.exc_info[1] if record.exc_info else sys.exc_info()[1]
+        if CLIENT_ERRORS.get(record.name) == str(record.msg).split("\n", 1)[0]:
             record.msg, record.args = CLIENT_ERRORS[record.name] + ": %s", (said(exc)[:500],)
             record.exc_info = record.exc_text = None
+        elif record.name == "pygls.protocol.json_rpc" and record.msg == ANSWERED and \
+                _clients(exc):
+            record.msg = 'Request "%s" answered with an error: %s'
+            record.args = tuple(record.args or ("?",))[:1] + (said(exc)[:500],)
+            record.exc_info = record.exc_text = None
         return True
+
+
+def _clients(exc) -> bool:
+    """Whether a handler's exception is an error of the client's (not the server's bug)."""
+    from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+
+    return isinstance(exc, JsonRpcException) and not isinstance(exc, JsonRpcInternalError)
 
 
 def said(exc) -> str:

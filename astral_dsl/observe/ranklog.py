@@ -9,7 +9,7 @@ row, or JSON Lines (one object per line), with the columns
   grads-reduce-scatter, params-all-gather, optimizer, ...).
 - `start_s`: seconds on the rank's clock (any epoch; hosts' clocks may differ), `duration_s`
   seconds, both finite and of magnitude at most 10^12 (MAX_SECONDS), the duration not
-  negative.
+  negative; `rank` and `iteration` not negative either.
 - `peer` (optional): the partner rank of a pipeline send or receive; `op` (optional): `send`,
   `recv` or a collective's name. With them the diagnosis matches each transfer's two ends; a
   collective named an all-reduce, reduce-scatter or all-gather (records.op_of; Megatron-LM's
@@ -168,7 +168,7 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
         return None
     if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()
             and (np.abs(start) <= MAX_SECONDS).all() and (dur <= MAX_SECONDS).all()
-            and (rank >= 0).all() and np.isfinite(peer).all()
+            and (rank >= 0).all() and (it >= 0).all() and np.isfinite(peer).all()
             and (peer == np.round(peer)).all() and (np.abs(peer) <= MAX_WHOLE).all()
             and not rounded_to_max(peers, peer)):
         return None
@@ -344,6 +344,8 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
         return str(exc)
     if rank < 0:
         return f"rank {rank} is negative"
+    if it < 0:
+        return f"iteration {it} is negative"
     if dur < 0:
         return f"duration_s {dur} is negative"
     odd = next((k for k, v in row.items() if k in REQUIRED + ("peer", "op")

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
 from astral_dsl.outputs.netbox_csv import write_csv
+from astral_dsl.outputs.netbox_names import distinct, slug, slugs
 from astral_dsl.regularfile import created
 from astral_dsl.units import Quantity
 
@@ -51,12 +51,6 @@ class Written:
     notes: Tuple[str, ...]
 
 
-def slug(text: str) -> str:
-    """NetBox's slug: lower-case letters, digits, `-` and `_`."""
-    out = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")
-    return out[:100] or "x"
-
-
 def write(design, directory: str, devices=None) -> Written:
     """Write the files below `directory` (created); `devices`: analyses.devices.Devices."""
     os.makedirs(directory, exist_ok=True)
@@ -73,31 +67,33 @@ def write(design, directory: str, devices=None) -> Written:
                                       notes)))
 
     sites = [p for p in found if p.kind == "site"]
-    out("sites.csv", ("name", "slug", "status", "description"),
-        ((names[p.path], slug(p.path), STATUS, p.path) for p in sites))
     locations = [p for p in found if p.kind in ("hall", "pod", "row", "block")]
+    places = slugs(p.path for p in sites + locations)
+    out("sites.csv", ("name", "slug", "status", "description"),
+        ((names[p.path], places[p.path], STATUS, p.path) for p in sites))
     out("locations.csv", ("site", "parent", "name", "slug", "status", "description"),
         ((names[p.site], names[_up(p, by_path)] if _up(p, by_path) else "", names[p.path],
-          slug(p.path), STATUS, p.path) for p in locations))
+          places[p.path], STATUS, p.path) for p in locations))
     racks = [p for p in found if p.kind == "rack"]
     out("racks.csv", ("site", "location", "name", "status", "u_height", "description"),
         ((names[p.site], names[p.location] if p.location else "", names[p.path], STATUS,
           _units(p.instance), p.path) for p in racks), optional=("u_height",))
     hosts = [p for p in found if p.kind == "host"]
     types = _device_types(hosts, sws)
+    makers = slugs(t.manufacturer for t in types.values())
+    types = distinct(types, makers, notes)
     kinds = sorted({t.slug: t for t in types.values()}.values(), key=lambda t: t.slug)
     unnamed = sorted(t.model for t in kinds if t.manufacturer == UNSPECIFIED)
     if unnamed:
         notes.append(f"device type(s) {', '.join(unnamed)}: no `vendor` declared, manufacturer "
                      f"`{UNSPECIFIED}`")
-    out("manufacturers.csv", ("name", "slug"),
-        ((m, slug(m)) for m in sorted({t.manufacturer for t in kinds})))
+    out("manufacturers.csv", ("name", "slug"), sorted(makers.items()))
     out("device_roles.csv", ("name", "slug", "color"), sorted(ROLES.values()))
     out("device_types.csv", ("manufacturer", "model", "slug", "u_height", "comments"),
         ((t.manufacturer, t.model, t.slug, t.u_height, t.comments) for t in kinds),
         optional=("u_height",))
     for t in kinds:
-        rel = os.path.join("device-types", slug(t.manufacturer), f"{t.slug}.yaml")
+        rel = os.path.join("device-types", makers[t.manufacturer], f"{t.slug}.yaml")
         path = os.path.join(directory, rel)
         with open(created(path, directory), "w", encoding="utf-8", newline="\n") as fh:
             fh.write(_yaml(t))

@@ -12,6 +12,7 @@ from astral_dsl.outputs.jsonout import csv_cell, dumps, envelope
 from astral_dsl.seer.envelope import band_text, marked
 from astral_dsl.seer.rule import PARTIAL_FRAMEWORKS
 from astral_dsl.units.readable import memory_capacity
+from astral_dsl.regularfile import output
 
 LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch", "recompute",
           "recompute_layers", "zero", "offload_layers")
@@ -119,7 +120,7 @@ def csv_text(result) -> str:
 
 def write(result, path: str) -> None:
     text = csv_text(result) if path.lower().endswith(".csv") else jsonl(result)
-    with open(path, "w", encoding="utf-8", newline="") as fh:
+    with open(output(path), "w", encoding="utf-8", newline="") as fh:
         fh.write(text)
 
 

@@ -9,6 +9,7 @@ import re
 from typing import Any, Dict, List, Sequence
 
 from astral_dsl.outputs.jsonout import csv_cell, dumps
+from astral_dsl.regularfile import output
 
 LABELS = {
     "gpus": "GPUs", "hosts": "hosts", "racks": "racks", "switches": "switches",
@@ -235,6 +236,6 @@ def _warning_lines(rows, names: Sequence[str], width: int, most: int = 20) -> Li
 
 def write(result, path: str, scenario: bool) -> None:
     text = csv_text(result, scenario) if path.lower().endswith(".csv") else jsonl(result, scenario)
-    with open(path, "w", encoding="utf-8", newline="") as fh:
+    with open(output(path), "w", encoding="utf-8", newline="") as fh:
         fh.write(text)
 

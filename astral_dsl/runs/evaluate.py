@@ -78,6 +78,10 @@ def prepare_row(row, systems=None) -> Prepared:
     # (E757) or may not (W750) fit ran with memory savings it does not state, or the estimate
     # is off for it
     notes = tuple(d.message for d in diags if d.code in ("E757", "W750"))
+    impossible = score.beyond_peak(row, spec, cluster.gpu)
+    if impossible is not None:       # not scored, nor fitted on
+        return Prepared(row, "not_expressible", impossible, score.published(row)[0],
+                        expressed=e)
     return Prepared(row, "ok", spec=spec, gpu=cluster.gpu, net=cluster.net, expressed=e,
                     notes=notes)
 

@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON, Bundle, Group, ListValue, RangeValue, Symbol
+from astral_dsl.semantics.coerce import coerce, type_from_annotation
+from astral_dsl.semantics.collections import each_option
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.fields import SIZABLE, _Given, _wants_symbols
 from astral_dsl.semantics.words import as_words
@@ -64,8 +66,11 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
             given[pname] = value
             spans[pname] = arg.value.span
             origins[pname] = of_expr(arg.value, caller)
+            _options_fit(it, expr, env, defs[names.index(pname)].type,
+                         f"argument `{pname}` of `{template.name}`")
         elif pname in KINDS[template.kind].fields:
             overrides[pname] = (value, arg.value.span, of_expr(arg.value, caller))
+            _options_fit(it, expr, env, KINDS[template.kind].fields[pname].type, f"`{pname}`")
         else:
             fail("E211", f"`{template.name}` has no parameter or field `{pname}`",
                  arg.name.span if arg.name else arg.span,
@@ -91,6 +96,16 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         if origins.get(pname) is not None:
             env.origins[pname] = origins[pname]
     return params, overrides, env.origins
+
+
+def _options_fit(it, expr, env: Env, type_, what: str) -> None:
+    """Every option of an argument `? in ...` fits its parameter's or field's type, as the
+    first one does (`Rectifier(module = ? in [25 kW, -5 kW])`, a NIC among a host's GPUs)."""
+    if isinstance(type_, ast.Ident):             # a parameter's annotation
+        type_ = type_from_annotation(type_.name)
+    if type_ is not None:
+        each_option(it.expr, expr, env, lambda option, span: coerce(option, type_, span,
+                                                                     f"an option of {what}"))
 
 
 def _default(it, template: Template, pname: str, given, expr, env: Env):

@@ -36,6 +36,21 @@ def eval_unknown(x, e: ast.Unknown, env):
     return options[0]
 
 
+def each_option(x, e, env, check) -> None:
+    """`check(option, span of the options)` for every option of `e` where it is a `? in ...`,
+    as the front end checks the first one (the value it goes on with): sizing alone tried the
+    others, where a wrong one (`capacity = ? in [300 kW, -5 kW]`, `[300 kW, 3 m]`, a fluid
+    among CDUs) only failed its combinations and was dropped without a word. A range is
+    checked at its ends (every domain is an interval)."""
+    if not isinstance(e, ast.Unknown) or e.domain is None:
+        return
+    options = unknown_options(x, e, env)
+    if isinstance(e.domain, ast.Range):
+        options = (options[0], options[-1])
+    for option in options:
+        check(option, e.domain.span)
+
+
 def inclusive_range(e: ast.Unknown) -> bool:
     """The options of `?` are written `a..b` (b included; `a..<b` stops before it)."""
     return isinstance(e.domain, ast.Range) and e.domain.inclusive
@@ -75,19 +90,9 @@ def whole(x, value, span: Span, what: str) -> int:
 
 
 def eval_replicate(x, e: ast.Replicate, env):
-    count_value = numeric(eval_or_probe(x, e.count, env, e.item), e.count.span)
-    if isinstance(count_value, Quantity) and count_value.dimensionless and \
-            not float(count_value.si).is_integer():
-        fail("E400", f"a replication count must be a positive whole number, not "
-                     f"{count_value}", e.count.span, WHOLE_HINT)
-    n = whole(x, count_value, e.count.span, "a replication count")
-    if n <= 0:
-        fail("E400", f"a replication count must be at least 1, not {n}", e.count.span,
-             "replicate at least once; to leave a part out, declare a template variant "
-             "without that member")
-    if n > MAX_COUNT:
-        fail("E401", f"a replication count of {count(n)} is beyond the limit of {MAX_COUNT:,}",
-             e.count.span, "check the count and the expression giving it")
+    n = _replication_count(x, eval_or_probe(x, e.count, env, e.item), e.count.span)
+    # `(? in [3, 2.5]) x Node`: every option a count, as the first
+    each_option(x, e.count, env, lambda option, span: _replication_count(x, option, span))
     item = x.eval(e.item, env)
     if isinstance(item, Frame):
         return Group((Run(n, item),))
@@ -104,6 +109,24 @@ def eval_replicate(x, e: ast.Replicate, env):
         return Bundle(n, item)
     fail("E303", f"cannot replicate a {type_name(item)}", e.item.span,
          "replicate a template (`4 x Node`) or a quantity (`64 x 400 Gb/s`)")
+
+
+def _replication_count(x, value, span: Span) -> int:
+    """The count of `N x T`, a whole number from 1 to MAX_COUNT."""
+    value = numeric(value, span)
+    if isinstance(value, Quantity) and value.dimensionless and \
+            not float(value.si).is_integer():
+        fail("E400", f"a replication count must be a positive whole number, not {value}", span,
+             WHOLE_HINT)
+    n = whole(x, value, span, "a replication count")
+    if n <= 0:
+        fail("E400", f"a replication count must be at least 1, not {n}", span,
+             "replicate at least once; to leave a part out, declare a template variant "
+             "without that member")
+    if n > MAX_COUNT:
+        fail("E401", f"a replication count of {count(n)} is beyond the limit of {MAX_COUNT:,}",
+             span, "check the count and the expression giving it")
+    return n
 
 
 def eval_range(x, e: ast.Range, env):

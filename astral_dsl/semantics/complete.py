@@ -244,7 +244,7 @@ def _failable(target, span: Span) -> None:
     items = [i for _, i in target.flat()] if isinstance(target, Group) else [target]
     for item in items:
         if item.kind not in FAILABLE_KINDS:
-            fail("E218", f"failing a {item.kind} is not modelled", span, FAILABLE)
+            fail("E218", f"failing {_a(item.kind)} is not modelled", span, FAILABLE)
 
 
 # what a scenario's `fail` takes (E218, E303)

@@ -9,7 +9,7 @@ from astral_dsl.model.kinds import KINDS, EnumType, ListType, StrType
 from astral_dsl.model.values import (POISON, Group, ListValue, Symbol, UnknownValue, show,
                                       type_name)
 from astral_dsl.semantics.coerce import coerce
-from astral_dsl.semantics.collections import inclusive_range, unknown_options
+from astral_dsl.semantics.collections import each_option, inclusive_range, unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, in_instance, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
@@ -125,9 +125,10 @@ def _field(it, frame: Frame, name: str):
             value = Symbol(d.value_expr.text.replace(" ", ""))
             return _typed(it, frame, name, value, d.value_expr.span)
         # `scope = rack`: the word, whatever else the file names `rack` (semantics/words.py)
-        value = it.eval(as_words(d.value_expr, field_spec.type, env, f"`{name}`",
-                                 it.diagnostics), env)
+        expr = as_words(d.value_expr, field_spec.type, env, f"`{name}`", it.diagnostics)
+        value = it.eval(expr, env)
         frame.owned[name] = False
+        _options_fit(it, expr, env, field_spec.type, name)
         return _typed(it, frame, name, value, d.value_expr.span)
     elif field_spec is not None and isinstance(field_spec.type, StrType):
         words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
@@ -143,7 +144,16 @@ def _field(it, frame: Frame, name: str):
     frame.owned[name] = field_spec is None and constructs(it, d)
     if d.is_let:
         return value
+    if field_spec is not None:
+        _options_fit(it, d.value_expr, env, field_spec.type, name)
     return _typed(it, frame, name, value, d.value_expr.span)
+
+
+def _options_fit(it, e, env, type_, name: str) -> None:
+    """Every option of a field's `? in ...` fits the field's type and domain (collections.py
+    each_option)."""
+    each_option(it.expr, e, env, lambda option, span: coerce(option, type_, span,
+                                                              f"an option of `{name}`"))
 
 
 def _sizable(it, frame: Frame, name: str, d: FieldDef):
@@ -161,6 +171,11 @@ def _sizable(it, frame: Frame, name: str, d: FieldDef):
             fail("E303", f"`{name}` is a count: its options must be whole numbers",
                  e.domain.span, "e.g. `? in 1..16` or `? in [2, 4, 8]`")
         low, high = int(min(values)), int(max(values))
+        field_spec = frame.spec.fields.get(name)
+        if field_spec is not None:     # `count = ? in 0..4`: a count of 0 feeders is E309
+            for value in sorted({low, high}):
+                coerce(Quantity(float(value)), field_spec.type, e.domain.span,
+                       f"an option of `{name}`")
     it.record_unknown(key, e.span, "count", (), low=low, high=high, frame=frame,
                       field=name, inclusive_end=inclusive_range(e))
     return UnknownValue(None, e.span, key)

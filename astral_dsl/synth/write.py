@@ -16,6 +16,7 @@ import numpy as np
 
 from astral_dsl.regularfile import created
 from astral_dsl.synth.generator import OPS, PHASE_NAMES, Synthetic
+from astral_dsl.regularfile import output
 
 KERNELS = {   # representative kernel names (H100, cuBLAS / NCCL 2.2x)
     "forward": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_cublas",
@@ -170,7 +171,7 @@ def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels"
     n = len(cols[0])
     if max_lines is not None and n + (fmt == "csv") > max_lines:
         raise TooLong(n + (fmt == "csv"))
-    with open(path, "w", encoding="utf-8") as fh:
+    with open(output(path), "w", encoding="utf-8") as fh:
         if fmt == "csv":
             fh.write("rank,iteration,phase,start_s,duration_s,peer,op\n")
             if not n:

@@ -136,6 +136,17 @@ def test_a_design_that_does_not_compile_has_no_margins(tmp_path):
     assert report.margins == [] and "does not compile" in render(report)
 
 
+@pytest.mark.parametrize("text", ["", "gpu G { power = 700 W }\n",
+                                  "scenario s { required = true }\n"])
+def test_a_design_without_a_site_has_no_margins_and_compiles(tmp_path, text):
+    # `astral check` says it is ok: the margins said 'the design does not compile'
+    path = tmp_path / "nosite.astral"
+    path.write_text(text)
+    report = margins.analyse(str(path))
+    assert report.margins == [] and render(report).endswith(
+        ": the design declares no site: no margins\n"), render(report)
+
+
 @pytest.fixture(scope="module")
 def reference():
     """The reference design's margins, every parameter: one analysis (about 300 compiles and
@@ -843,3 +854,26 @@ def test_the_cli_margins_name_the_heat_path_limits(tmp_path, capsys):
     assert "heat to air of a rack under air unit S.room (its `max_rack_heat`): 40 kW <= 45 kW" \
         in out
     assert "within the supply of air unit S.room: 25 degC <= 27 degC (margin 2 K; holds)" in out
+
+
+def test_a_limit_that_holds_on_pieces_is_bounded_by_the_piece_of_the_value_now(tmp_path):
+    # b / (b - 2 kW) <= 10^6 holds for b < 2 kW and for b >= 2,000,000/999,999 kW, and fails
+    # between (and is undefined at 2 kW): the union's hull, [0, oo), read 'holds for every b'
+    text = textwrap.dedent("""\
+        param b = 3 kW
+        gpu G { power = 700 W }
+        host H { gpus = 8 x G }
+        rack R {
+          hosts = 2 x H
+          check b / (b - 2 kW) <= 1000000 else error "pieces"
+        }
+        site S { racks = 2 x R }
+        """)
+    report = margins.analyse(str(_write(tmp_path, text)))
+    (r,) = _ranges(_by_label(report)['check "pieces" in S.racks[0]']).values()
+    assert r.method == "symbolic" and r.high is None
+    assert r.low == pytest.approx(2e9 / 999_999) and "not one interval" in r.note
+    # with b below the gap now, the piece below it
+    report = margins.analyse(str(_write(tmp_path, text.replace("b = 3 kW", "b = 1 kW"))))
+    (r,) = _ranges(_by_label(report)['check "pieces" in S.racks[0]']).values()
+    assert (r.low, r.high) == (None, pytest.approx(2000.0)) and r.high_open

@@ -72,9 +72,10 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
     ev = Shadows()
     design = ws.compile(assignments=chosen, trace=ev)
     checked = check(ws, design)
-    if front_end_errors(design) or not design.roots:
+    if front_end_errors(design) or not design.roots:     # (an empty file compiles)
         return Report(design.file, {}, [], checked.diagnostics,
-                      "the design does not compile: no margins")
+                      "the design does not compile: no margins" if front_end_errors(design)
+                      else "the design declares no site: no margins")
     limits = collect(ws, ev, checked)
     values = {n: q for n, q in _numeric_params(design).items()
               if params is None or n in params}

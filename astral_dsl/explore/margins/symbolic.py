@@ -71,10 +71,30 @@ def symbolic_range(limit: Limit, param: str, symbol, current: Dict, integer: boo
         return None
     if integer:
         sol = sympy.Intersection(sol, sympy.Range(1, sympy.oo) if positive else sympy.Integers)
-    return _range_of(param, sol, integer, positive)
+    return _range_of(param, sol, integer, positive, current.get(symbol))
 
 
-def _range_of(param: str, sol, integer: bool, positive: bool = False) -> Optional[Range]:
+def _piece(sol, at):
+    """Of a union, the piece that holds `at` (the parameter's value now), else the nearest one:
+    its hull hid the values between the pieces, where the limit fails (`b / (b - 2 kW) <= 10^6`
+    read 'holds for every b' though it fails just above 2 kW)."""
+    try:
+        x = sympy.Float(float(at))
+    except (TypeError, ValueError):
+        return sol
+    def distance(piece) -> float:
+        try:
+            if piece.contains(x) == sympy.S.true:
+                return 0.0
+            return float(max(piece.inf - x, x - piece.sup, 0))
+        except (TypeError, ValueError, AttributeError, NotImplementedError):
+            return math.inf
+    pieces = sorted(sol.args, key=distance)
+    return pieces[0] if pieces and distance(pieces[0]) < math.inf else sol
+
+
+def _range_of(param: str, sol, integer: bool, positive: bool = False,
+              at=None) -> Optional[Range]:
     text = sympy.sstr(sol)
     if sol is sympy.S.EmptySet or sol == sympy.S.EmptySet:
         return Range(param, None, None, "symbolic", integer, True, text)
@@ -82,10 +102,16 @@ def _range_of(param: str, sol, integer: bool, positive: bool = False) -> Optiona
         inf, sup = sol.inf, sol.sup
     except (AttributeError, NotImplementedError):
         return None
-    # a union of pieces (rare: a parameter in a denominator) is reported by its hull, noted
+    # a union of pieces (rare: a parameter in a denominator) is reported by the piece of the
+    # value now (or the nearest one), noted
     note = None
     if isinstance(sol, sympy.Union):
         note = f"holds on {text}, not one interval"
+        sol = _piece(sol, at)
+        try:
+            inf, sup = sol.inf, sol.sup
+        except (AttributeError, NotImplementedError):
+            return None
     low = None if inf in (-sympy.oo, sympy.S.NegativeInfinity) else float(inf)
     high = None if sup in (sympy.oo, sympy.S.Infinity) else float(sup)
     if positive and low == 0.0:

@@ -22,6 +22,7 @@ import graphviz
 
 from astral_dsl.outputs.render.context import RenderError, build as build_context, render_error
 from astral_dsl.outputs.render.names import locate
+from astral_dsl.regularfile import output
 
 VIEWS = ("cluster", "pod", "rack", "power", "cooling")
 HIGHLIGHT_VIEWS = ("rack", "pod")
@@ -116,7 +117,7 @@ def write(digraph: graphviz.Digraph, path: str, dpi: Optional[int] = None) -> in
                            "end the file name with .svg, .png, .pdf or .dot")
     data = layout(digraph, fmt, dpi)
     try:
-        with open(path, "wb") as fh:
+        with open(output(path), "wb") as fh:
             fh.write(data)
     except OSError as exc:
         raise render_error("E703", f"cannot write `{path}`: {exc.strerror or exc}",

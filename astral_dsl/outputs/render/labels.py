@@ -20,7 +20,9 @@ from astral_dsl.outputs.terminal import printable
 #   quadruples them, because Graphviz expands escStrings (`\N`, `\G`, `\l`) in a label once and
 #   in a tooltip twice (measured with dot 2.43); either way no escString is interpreted and a
 #   trailing backslash cannot end the quoted string early. Both mark the text as not HTML, so
-#   that `<...>` in it is not taken for a label.
+#   that `<...>` in it is not taken for a label, and write `&` as `&amp;`: Graphviz reads
+#   entities in every string (`&#xD800;` became bytes that are not UTF-8, `&#1;` a control
+#   character, either one an SVG no XML reader opens; `&lt;` showed as `<`).
 # Control characters, which are not allowed in the SVG (XML) Graphviz writes, are shown escaped
 # (outputs/terminal.py); line breaks in tooltips stay line breaks.
 
@@ -30,7 +32,8 @@ def esc(text) -> str:
 
 
 def _plain(text, backslash: str) -> str:
-    lines = [printable(line).replace("\\", backslash) for line in str(text).split("\n")]
+    lines = [printable(line).replace("\\", backslash).replace("&", "&amp;")
+             for line in str(text).split("\n")]
     return graphviz.nohtml("\\n".join(lines))
 
 

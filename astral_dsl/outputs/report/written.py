@@ -1,11 +1,17 @@
 """The page written whole or not at all (`astral report` and `astral_dsl.report`): a temporary
 file of its own beside it (never a file of the user's: `review.html.tmp` was overwritten, then
 renamed away), renamed over it, and removed when that fails (the path a folder, a disk full,
-Ctrl-C: `review.tmp` was left beside a folder named as the output)."""
+Ctrl-C: `review.tmp` was left beside a folder named as the output). A path that names no
+regular file but a device, a pipe or a socket (`/dev/null`, `/dev/stdout`, a shell's
+`>(gzip > r.gz)`) is written into, as every other output is: renamed over, `-o /dev/null` made
+/dev/null a regular file holding the page (and `/dev/full` took it without a word)."""
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
+
+from astral_dsl.regularfile import output
 
 
 def write_whole(path: str, data: bytes) -> None:
@@ -13,7 +19,10 @@ def write_whole(path: str, data: bytes) -> None:
     `path`: not the temporary file, a name the caller never gave (`No such file or directory:
     'out/.astral-report-x1y2.tmp'` for a folder `out` that does not exist)."""
     try:
-        _write_whole(path, data)
+        if _stream(path):
+            _write_into(path, data)
+        else:
+            _write_whole(path, data)
     except OSError as exc:
         if exc.errno is None:
             raise
@@ -36,3 +45,19 @@ def _write_whole(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _stream(path: str) -> bool:
+    """Whether `path` (its link followed) is there and is neither a regular file nor a folder."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_into(path: str, data: bytes) -> None:
+    """Write `data` into a device, pipe or socket (regularfile.output: a pipe no process reads
+    is an error, not a wait for a reader that may never come)."""
+    with os.fdopen(output(path), "wb") as fh:
+        fh.write(data)

@@ -1,0 +1,74 @@
+"""The names of `astral export --netbox`'s manufacturers and device types (netbox.py), unique
+as NetBox keys them: a slug (lower-case letters, digits, `-` and `_`) names one manufacturer, and
+one device type, whatever the names it was made from.
+
+Two vendors whose slugs meet (`Acme Inc` and `acme-inc`), two locations whose paths do within
+the slug's 100 characters, and two device types that differ but
+share a name (a host template with other NICs passed as an argument) or a slug (`Node` and
+`NODE`) were one row each: the first's devices named a manufacturer or a type that the files
+no longer held (NetBox's import refuses them), or a type with another's interfaces. Each keeps
+its name and slug where it is alone; the others, in the order the design lists them, get the
+next free slug (`acme-inc-2`, its types' slugs made from it) and a type its model numbered
+(`Node (2)`), said in a note."""
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List
+
+import attrs
+
+
+def slug(text: str) -> str:
+    """NetBox's slug: lower-case letters, digits, `-` and `_`."""
+    out = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")
+    return out[:100] or "x"
+
+
+def _free(base: str, taken: set) -> str:
+    """`base`, else `base-2`, `base-3`, ... : the first not in `taken` (which it joins)."""
+    n, out = 1, base
+    while out in taken:
+        n += 1
+        out = f"{base[:100 - len(str(n)) - 1]}-{n}"
+    taken.add(out)
+    return out
+
+
+def slugs(names: Iterable[str]) -> Dict[str, str]:
+    """Each name's slug, unique among them (in the order of `names`, which may repeat): a
+    manufacturer's, a site's or location's (of a path: cut to 100 characters, two long paths
+    that differ past them had one)."""
+    out: Dict[str, str] = {}
+    taken: set = set()
+    for name in names:
+        if name not in out:
+            out[name] = _free(slug(name), taken)
+    return out
+
+
+def distinct(types: Dict[object, "DeviceType"], makers: Dict[str, str],
+             notes: List[str]) -> Dict[object, "DeviceType"]:
+    """`types` (key -> a DeviceType, in the design's order) with each distinct device type
+    named apart: its slug unique (made from its manufacturer's, `makers`), and its model too
+    where another type of its manufacturer has that model (said in `notes`)."""
+    renamed: Dict[object, object] = {}
+    taken: set = set()
+    models: set = set()
+    for t in types.values():
+        if t in renamed:
+            continue
+        model, n = t.model, 1
+        maker = makers[t.manufacturer]
+        while (maker, model.lower()) in models or slug(f"{maker}-{model}") in taken:
+            n += 1
+            model = f"{t.model} ({n})"
+        models.add((maker, model.lower()))
+        renamed[t] = attrs.evolve(t, model=model, slug=_free(slug(f"{maker}-{model}"), taken))
+        if model != t.model:
+            notes.append(f"device type {t.model} of {t.manufacturer} is exported as {model}: "
+                         f"another device type has its name or its slug ({t.slug}), and "
+                         f"differs from it (ports, height or manufacturer)")
+    return {key: renamed[t] for key, t in types.items()}
+
+
+__all__ = ["distinct", "slug", "slugs"]
