@@ -38,3 +38,9 @@ def test_a_warning_of_some_points_names_them(tmp_path):
     text = _table(tmp_path, ["n=1..5"])      # W500 from n=2 on
     assert "4 points (n=2; n=3; n=4 and 1 more): W500 more than one host" in text
     assert "all 5 points" not in text
+
+
+def test_a_sweep_of_one_point_says_one_point(tmp_path):
+    text = _table(tmp_path, ["n=2"])
+    assert "lab.astral: 1 point " in text or text.startswith("lab.astral: 1 point")
+    assert "1 points" not in text

@@ -242,9 +242,9 @@ def run(args, overrides) -> int:
     elif args.format == "jsonl":
         sys.stdout.write(out.jsonl(result, args.scenario is not None))
     elif args.output:
-        valid = sum(r["valid"] for r in result.rows)
-        sys.stdout.write(f"{result.file}: {len(result.rows)} points ({valid} valid) written to "
-                         f"{args.output}\n")
+        valid, points = sum(r["valid"] for r in result.rows), len(result.rows)
+        sys.stdout.write(f"{result.file}: {points} point{'' if points == 1 else 's'} "
+                         f"({valid} valid) written to {args.output}\n")
     else:
         from astral_dsl.outputs.table import terminal_width
 

@@ -184,7 +184,8 @@ def table(result, scenario: bool, colour: bool = False, width: int = 100) -> str
     for c in result.columns:
         columns.append(Column(LABELS.get(c, c),
                               tuple(_show(c, r["metrics"].get(c)) for r in result.rows)))
-    title = f"{result.file}: {len(result.rows)} points" + (
+    points = len(result.rows)
+    title = f"{result.file}: {points} point{'' if points == 1 else 's'}" + (
         f" under scenario `{scenario}`" if scenario else "")
     lines = [render(columns, width, colour, printable(title))]
     failing = [r for r in result.rows if not r["valid"]]
