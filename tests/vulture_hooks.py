@@ -57,7 +57,7 @@ _.dont_write_bytecode
 _.facility_pumps_w, _.auxiliary_w
 
 # pytest fixtures requested by name (test parameters used for their effect)
-_.deadline, _._fresh_cache
+_.deadline, _._fresh_cache, _.own_heap
 
 # html.parser.HTMLParser calls these on a subclass (tests/test_report_browser.py)
 _.handle_starttag, _.handle_endtag, _.handle_data
