@@ -81,6 +81,28 @@ def pytest_sessionfinish():
     gc.freeze()
 
 
+_module = [None]          # the test module whose tests run now
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """As each test module's first test starts (the module before it done, its module-scoped
+    fixtures torn down): the garbage the modules before it left is collected, and what is still
+    alive (the product's caches, imported modules, session fixtures: none of it what this
+    module's tests check) is frozen like what collection loaded. A full pass, whether a test asks
+    for it (test_retention's and test_seer_speed's gc.collect() after a forecast), the collector's
+    own or pytest's at the end, then walks what this module made, not the heap the whole run
+    built: later in a run a full pass walked well over a million objects, 1-2 s of CPU each.
+    What is frozen and dies later is left to the process's end (objects without cycles are still
+    freed by their references), as collection's objects are."""
+    if item.module is not _module[0]:
+        import gc
+
+        _module[0] = item.module
+        gc.collect()
+        gc.freeze()
+
+
 @pytest.fixture
 def own_heap():
     """For a test that asks the collector for a full pass (gc.collect()) to see what it made go:

@@ -63,4 +63,4 @@ _.deadline, _._fresh_cache, _.own_heap
 _.handle_starttag, _.handle_endtag, _.handle_data
 
 # pytest calls a conftest.py's hooks by name (tests/conftest.py)
-_.pytest_collection_finish, _.pytest_sessionfinish
+_.pytest_collection_finish, _.pytest_sessionfinish, _.pytest_runtest_setup
