@@ -79,3 +79,41 @@ def pytest_sessionfinish():
         if not gc.collect():
             break
     gc.freeze()
+
+
+_module = [None]          # the test module whose tests run now
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """As each test module's first test starts (the module before it done, its module-scoped
+    fixtures torn down): the garbage the modules before it left is collected, and what is still
+    alive (the product's caches, imported modules, session fixtures: none of it what this
+    module's tests check) is frozen like what collection loaded. A full pass, whether a test asks
+    for it, the collector's own or pytest's at the end, then walks what this module made, not the
+    heap the whole run built (late in a run, 1-2 s of CPU a pass). In a run of the suite the
+    collector's passes took 13.0 s of CPU with this, 21.3 s without (gen0 8.9, gen1 2.4, full
+    10.0 s; with it 1.3, 0.4 and 11.4 s, the full passes 211, collecting 7.9 million objects of
+    the cyclic garbage the modules leave; 2026-12-07, gc.callbacks). What is frozen and dies
+    later is left to the process's end (objects without cycles are still freed by their
+    references), as collection's objects are."""
+    if item.module is not _module[0]:
+        import gc
+
+        _module[0] = item.module
+        gc.collect()
+        gc.freeze()
+
+
+@pytest.fixture
+def own_heap():
+    """For a test that asks the collector for a full pass (gc.collect()) to see what it made go:
+    the young garbage is collected and everything alive is frozen (as collection's objects are,
+    above) before the test, so that its pass walks what the test made, not the heap the run has
+    built by then (in a whole run, 1-2 s of CPU a pass for test_retention's and
+    test_seer_speed's). Garbage already in the oldest generation is frozen with the rest and
+    stays to the process's end, as it would until the next full pass."""
+    import gc
+
+    gc.collect(1)
+    gc.freeze()

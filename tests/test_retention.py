@@ -41,7 +41,7 @@ def lowerings(monkeypatch) -> "weakref.WeakSet[Lowering]":
     return made
 
 
-def test_no_lowering_outlives_its_forecast(lowerings):
+def test_no_lowering_outlives_its_forecast(own_heap, lowerings):
     # a 4-layer model on 16 H100s whose micro-batch the rule chooses: several candidates, each
     # a Lowering, one of them the forecast's
     model = ModelSpec("Tiny", 4, 1024, 8, 4, 4096, 32000, 2048, "swiglu")
@@ -57,7 +57,8 @@ def test_no_lowering_outlives_its_forecast(lowerings):
     assert len(lowerings) == 0
 
 
-def test_searches_keep_figures_for_the_most_recent_states(tmp_path, lowerings, monkeypatch):
+def test_searches_keep_figures_for_the_most_recent_states(own_heap, tmp_path, lowerings,
+                                                         monkeypatch):
     path = tmp_path / "small.astral"
     path.write_text(textwrap.dedent(SMALL), encoding="utf-8")
     keep = work.KEEP_STATES

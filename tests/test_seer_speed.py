@@ -318,7 +318,7 @@ def test_a_lowering_without_views_is_freed_as_its_last_reference_goes(jobs):
             gc.enable()
 
 
-def test_a_designs_fabrics_are_counted_once_while_it_lives(monkeypatch):
+def test_a_designs_fabrics_are_counted_once_while_it_lives(own_heap, monkeypatch):
     """cluster_of counts the design's fabrics (analyses/network.fabric_counts) once per design,
     not once per forecast: a second cluster of the same design reads the same counts and is the
     first; the counts go with the design."""

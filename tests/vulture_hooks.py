@@ -57,10 +57,10 @@ _.dont_write_bytecode
 _.facility_pumps_w, _.auxiliary_w
 
 # pytest fixtures requested by name (test parameters used for their effect)
-_.deadline, _._fresh_cache
+_.deadline, _._fresh_cache, _.own_heap
 
 # html.parser.HTMLParser calls these on a subclass (tests/test_report_browser.py)
 _.handle_starttag, _.handle_endtag, _.handle_data
 
 # pytest calls a conftest.py's hooks by name (tests/conftest.py)
-_.pytest_collection_finish, _.pytest_sessionfinish
+_.pytest_collection_finish, _.pytest_sessionfinish, _.pytest_runtest_setup
