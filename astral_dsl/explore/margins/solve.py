@@ -39,7 +39,6 @@ class Uncompiled:
     absent: bool = False
     why: Tuple[str, ...] = ()      # the edge's errors as `reasons` gives them
 
-
     @property
     def edge(self) -> bool:
         """Beyond the values the parameter may take (its declared or plausible range, its
