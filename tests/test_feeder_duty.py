@@ -76,15 +76,17 @@ def test_a_string_that_holds_the_normal_share_but_not_the_failover_is_e623():
     checked = _checked("150 Ah")
     (e,) = [d for d in checked.diagnostics if d.code == "E623"]
     assert e.message == ("batteries of `S.hvdc` hold 150 Ah but 10 min at 150 kW (its share "
-                         "with one feeder failed) needs 163.7 Ah")
+                         "with one feeder failed) needs 163.7 Ah (IEEE 485: aging 1.25 x design "
+                         "margin 1.1)")
     assert e.hint == "use at least 2 strings"
 
 
 def test_the_outputs_say_what_the_batteries_were_sized_for(tmp_path):
     checked = _checked()
     text = " ".join(render_report(checked.design, checked.engineering, width=100).split())
-    assert "S.hvdc: batteries sized for 150 kW, its share with one feeder failed (IEEE 485)" \
-        in text
+    # the need's IEEE 485 factors said beside it (LeadAcid's, stdlib/power.astral)
+    assert "S.hvdc: batteries sized for 150 kW, its share with one feeder failed (IEEE 485: " \
+           "aging 1.25 x design margin 1.1)" in text
     proc = _size(tmp_path, GROUP.replace("@AH@", "200 Ah"), "--format", "json")
     (row,) = json.loads(proc.stdout)["summary"]["feeder_list"]
     assert (row["battery_kw"], row["battery_for"]) == (150.0, "failover")
@@ -201,3 +203,19 @@ def test_the_review_pages_feeder_table_says_what_the_batteries_were_sized_for():
     got = dict(zip(head, row))
     assert (got["battery sized for kW"], got["battery sized for"]) == \
         ("150", "its share with one feeder failed")
+
+
+def test_the_need_says_the_factors_the_battery_declares():
+    """The factors are the battery's own where it declares them (a factor of 1 left out): the
+    Ah its autonomy needs is multiplied by them, and each place that states the need says so."""
+    text = GROUP.replace("@AH@", "150 Ah").replace(
+        "aging_factor = 1.25, design_factor = 1.1, temperature_factor = 1",
+        "aging_factor = 1, design_factor = 1.15, temperature_factor = 1.11")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="group.astral"))
+    (f,) = checked.engineering.power.feeders
+    assert f.battery_required_ah == pytest.approx(150e3 / 210 / 6 * 1.15 * 1.11)
+    (e,) = [d for d in checked.diagnostics if d.code == "E623"]
+    assert e.message.endswith("needs 152 Ah (IEEE 485: design margin 1.15 x temperature 1.11)")
+    text = " ".join(render_report(checked.design, checked.engineering, width=100).split())
+    assert "its share with one feeder failed (IEEE 485: design margin 1.15 x temperature " \
+           "1.11)" in text

@@ -153,7 +153,8 @@ def test_w625_battery_without_string_capacity():
     # / (120 x 1.75 V) = 793.65 A; x 1/6 h = 132.28 Ah; x 1.25 x 1.1 = 181.9 Ah
     assert round(160_000 / 0.96 / 210 / 6 * 1.25 * 1.1, 1) == 181.9
     assert d.message == ("battery `LeadAcid` of `S.rows[0].a` declares no `string_capacity`: the "
-                         "181.9 Ah its autonomy needs are not checked against what it holds")
+                         "181.9 Ah its autonomy needs (IEEE 485: aging 1.25 x design margin 1.1) "
+                         "are not checked against what it holds")
 
 
 def test_w625_factors_assumed():

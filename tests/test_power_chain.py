@@ -460,7 +460,8 @@ def test_batteries_supply_the_load_through_the_feeders_own_conversion():
     assert f.battery_required_ah == pytest.approx(319.08, abs=0.01)
     (e,) = [d for d in checked.diagnostics if d.code == "E623"]   # 3 x 100 Ah < 319.1 Ah
     assert e.message == ("batteries of `S.rows[0].bus` hold 300 Ah but 5 min at 1.11 MW (1 MW "
-                         "of load at 90 % efficiency) needs 319.1 Ah")
+                         "of load at 90 % efficiency) needs 319.1 Ah (IEEE 485: aging 1.25 x "
+                         "design margin 1.1)")
     assert e.hint == "use at least 4 strings"
 
 

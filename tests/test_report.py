@@ -136,7 +136,7 @@ def test_the_warnings_card_counts_the_jobs_warnings(reference_review, reference_
     assert reference_review.counts() == (0, 2)
     assert (_card(reference_page, "k-errors"), _card(reference_page, "k-warnings")) == ("0", "2")
     own = _by_id(reference_page, "jobs-own").split("</p>")[0]
-    assert "add 0 error(s) and 2 warning(s) (W753, W759)" in own and 'href="#jobs"' in own
+    assert "add 0 error(s), 2 warning(s) (W753, W759)" in own and 'href="#jobs"' in own
 
 
 def test_a_jobs_warning_the_design_has_too_is_counted_once():

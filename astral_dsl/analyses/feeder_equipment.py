@@ -149,6 +149,24 @@ def rectifier(f: Instance, load, resolve, diags, reqs, units: int, recharge_w: f
 # IEEE Std 485 sizing factors taken when a battery declares none: aging 1.25 (replace at 80 %
 # of rated capacity), design margin 1.1, temperature 1.0 (electrolyte at 25 degC).
 _FACTORS = (("aging_factor", 1.25), ("design_factor", 1.1), ("temperature_factor", 1.0))
+_FACTOR_WORDS = {"aging_factor": "aging", "design_factor": "design margin",
+                 "temperature_factor": "temperature"}
+
+
+def sizing_factors(bat: Optional[Instance]) -> tuple:
+    """((name, value), ...) of the IEEE 485 factors a battery is sized with: those it declares,
+    else the standard's (`_FACTORS`)."""
+    if bat is None:
+        return ()
+    return tuple((name, _si(bat.field(name)) or value) for name, value in _FACTORS)
+
+
+def factors_text(factors) -> str:
+    """`IEEE 485: aging 1.25 x design margin 1.1`: the factors the need was multiplied by (a
+    factor of 1 left out), said where the need is."""
+    said = [f"{_FACTOR_WORDS[n]} {format_number(round(v, 6))}" for n, v in factors
+            if abs(v - 1) > 1e-9]
+    return "IEEE 485: " + (" x ".join(said) if said else "no aging, design or temperature factor")
 
 
 def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = ""):
@@ -191,7 +209,8 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                                    f"values {', '.join(f'{n} = {v}' for n, v in assumed)} are "
                                    f"assumed{lead}", f.span_of("battery"),
                            "declare the sizing factors for the battery's chemistry"))
-    factors = {name: _si(bat.field(name)) or value for name, value in _FACTORS}
+    factors = dict(sizing_factors(bat))
+    how = factors_text(sizing_factors(bat))
     if factors["temperature_factor"] < 1 - 1e-9:
         # IEEE Std 485: the correction is 1.0 at 25 degC and above 1 below it; a warmer room
         # gives more capacity but a shorter life, and the standard advises no factor below 1
@@ -223,7 +242,8 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
     if per_string is None:
         diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
                                    f"`string_capacity`: the {readable.grouped(sized, 1)} Ah "
-                                   f"its autonomy needs are not checked against what it holds",
+                                   f"its autonomy needs ({how}) are not checked against what it "
+                                   f"holds",
                            f.span_of("battery"),
                            "declare `string_capacity` (at the autonomy's discharge rate) and "
                            "`strings`"))
@@ -235,6 +255,6 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                                   f"{format_number(round(available, 1))} Ah but "
                                   f"{format_number(autonomy / 60)} min at "
                                   f"{readable.power(load)}{said} needs "
-                                  f"{format_number(round(sized, 1))} Ah",
+                                  f"{format_number(round(sized, 1))} Ah ({how})",
                           bat.span_of("strings"), f"use at least {need} strings"))
     return current, sized, available

@@ -18,7 +18,8 @@ from typing import List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.analyses import conductors, feeder_voltage
 from astral_dsl.analyses.feeder_equipment import (Requirement, _err, _si, _sym, _warn,
-                                                  battery, recharge, rectifier)
+                                                  battery, recharge, rectifier,
+                                                  sizing_factors)
 from astral_dsl.analyses.served import Served
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import power_of
@@ -67,6 +68,7 @@ class FeederResult:
     #                                is what it carries now, failover_w with one more failed
     battery_w: float = 0.0         # what its batteries are sized to supply (the power through it)
     battery_for: str = ""          # which share that is: normal | failover | scenario (DUTY)
+    battery_factors: tuple = ()    # the IEEE 485 factors its need is sized with ((name, value))
 
     @property
     def rating(self) -> Optional[float]:
@@ -275,7 +277,9 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                         mechanical_w=mechanical[0], equipment_v=at_equipment,
                         rating_pf=rating_pf, degraded=degraded,
                         battery_w=duty * through if b_required is not None else 0.0,
-                        battery_for=duty_for if b_required is not None else "")
+                        battery_for=duty_for if b_required is not None else "",
+                        battery_factors=sizing_factors(resolve(f.field("battery")))
+                        if b_required is not None else ())
 
 
 # what a feeder's batteries (and rectifier modules) are sized for, as the outputs say it

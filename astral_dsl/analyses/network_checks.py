@@ -6,7 +6,8 @@ switch power, rails or planes no NIC port reaches, and a fabric that counts no s
 Pure functions of the counts network.py derives; they only report."""
 from __future__ import annotations
 
-from typing import List, Optional
+import functools
+from typing import List, Optional, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
@@ -293,8 +294,48 @@ def _switch_power(tiers, tier_insts, switches) -> List[Diagnostic]:
     model = switch.template if switch is not None else missing[0][0].switch
     return [_warn("W606", f"switch power not declared: {what}", inst.span_of("switch"),
                   f"declare `power` from the data sheet of `{model}`, e.g. "
-                  f"`switch = {model}(power = ...)`, or use a stdlib switch that has it",
+                  f"`switch = {model}(power = ...)`{_stated_instead(model, _protocol(switch))}",
                   [f"tier `{t.name}`: {t.switches:,} x `{t.switch}`" for t, _, _ in missing])]
+
+
+def _stated_instead(model: str, protocol: Optional[str]) -> str:
+    """The stdlib's fabric switches that state their `power`, as W606's hint offers them: those
+    of the switch's protocol family (`, or use a stdlib switch that states it: ...`), else all
+    of them with their family, said not to be the switch's; never the switch itself; '' when the
+    stdlib has none."""
+    others = [(n, p) for n, p in stated_switches() if n != model]
+    same = [n for n, p in others if protocol is None or _FAMILY.get(p) == _FAMILY.get(protocol)]
+    if same:
+        return ", or use a stdlib switch that states it: " + ", ".join(f"`{n}`" for n in same)
+    if not others:
+        return ""
+    families = " and ".join(sorted({_FAMILY.get(p, p) for n, p in others if p}))
+    listed = ", ".join(f"`{n}`" for n, _ in others)
+    return (f"; the stdlib states the power of its {families} switches only ({listed}), not "
+            f"of an {_FAMILY[protocol]} one like `{model}`")
+
+
+@functools.lru_cache(maxsize=1)
+def stated_switches() -> Tuple[Tuple[str, Optional[str]], ...]:
+    """(name, protocol) of each stdlib switch that a tier can use (it has `ports`) and that
+    states its `power`, read from the stdlib's files, in their order."""
+    from astral_dsl import resources
+    from astral_dsl.syntax import ast
+    from astral_dsl.syntax.parser import parse
+    from astral_dsl.syntax.source import Source
+
+    out = []
+    for path in sorted(resources.stdlib_dir().glob("*.astral")):
+        tree = parse(Source(f"stdlib/{path.name}", path.read_text(encoding="utf-8")))
+        for item in tree.items:
+            if not isinstance(item, ast.Decl) or item.kind.name != "switch":
+                continue
+            fields = {f.name.name: f.value for f in item.body or ()
+                      if isinstance(f, ast.Field)}
+            if "ports" in fields and "power" in fields:
+                p = fields.get("protocol")
+                out.append((item.name.name, p.name if isinstance(p, ast.Name) else None))
+    return tuple(out)
 
 
 def _unreached(fabric: Instance, rails, planes, hosts, rails_used,

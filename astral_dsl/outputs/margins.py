@@ -5,6 +5,9 @@ import math
 from typing import Any, Dict, List, Optional
 
 from astral_dsl.units import Quantity, format_number
+from astral_dsl.units.readable import grouped, memory_capacity
+
+BITS_PER_BYTE = 8.0    # a memory limit's sides are in bits (SI: 1 GB = 8e9), its GiB in bytes
 
 
 def _value(si: float, unit: str, point: bool = False) -> float:
@@ -17,12 +20,35 @@ def _value(si: float, unit: str, point: bool = False) -> float:
     return si / float(u.scale)
 
 
-def _show(si: float, unit: str, point: bool = False) -> str:
-    if not unit:
-        return format_number(round(si, 6))
+def _show(si: float, unit: str, point: bool = False, decimals: int = 4) -> str:
     if not point and unit in ("degC", "degF"):
         unit = "K" if unit == "degC" else "delta_degF"
-    return f"{format_number(round(_value(si, unit, point), 4))} {unit}"
+    value = _value(si, unit, point) if unit else si
+    return f"{grouped(value, decimals)} {unit}" if unit else grouped(value, decimals)
+
+
+def _decimals(value: float) -> int:
+    """The decimals a limit's figure is shown with: about four significant digits, one decimal
+    at least and four at most (`672.9897 kW` is `673 kW`, `66.382 GB` `66.38 GB`, a 0.8716 %
+    voltage drop keeps its four)."""
+    whole = len(str(int(abs(value)))) if abs(value) >= 1 else 0
+    return min(4, max(1, 4 - whole))
+
+
+def _figures(lim):
+    """The limit's two sides and its margin as the head line shows them, in the limit's unit
+    (`_decimals`; more while two sides that differ would read alike: `800 kW <= 800 kW` for
+    799.96 kW); the memory of a GPU with its GiB beside, as W750 gives it."""
+    lhs, rhs, margin = ((_value(v, lim.unit, point) if lim.unit else v) for v, point in
+                        ((lim.lhs, lim.point), (lim.rhs, lim.point), (lim.margin, False)))
+    dl, dr = _decimals(lhs), _decimals(rhs)
+    while max(dl, dr) < 6 and lhs != rhs and grouped(lhs, dl) == grouped(rhs, dr):
+        dl, dr = dl + 1, dr + 1
+    shown = [_show(lim.lhs, lim.unit, lim.point, dl), _show(lim.rhs, lim.unit, lim.point, dr)]
+    if lim.kind == "memory" and lim.unit == "GB":
+        gib = memory_capacity(lim.rhs / BITS_PER_BYTE).partition(" GB")[2]
+        shown[1] += gib                                   # ' (180 GiB)' or ''
+    return shown[0], shown[1], _show(lim.margin, lim.unit, False, _decimals(margin))
 
 
 def _param(report, name: str, si: Optional[float], toward: int = 0,
@@ -97,11 +123,13 @@ def phrase(report, r) -> str:
 
 def compiles(report, r) -> str:
     """Where the search met the edge of the values the parameter may take, which is not the
-    limit breaking: `; the design compiles only while max_os <= 1000 (E316)`; with values in
-    between that do not compile (a degree that no longer divides): `; among the values of tp
-    that compile (up to 64; E316 from 65537)`."""
+    limit breaking, and what stops it there: `; the design compiles only while max_os <= 1000
+    (E316: `max_oversubscription` past its plausible range, at most 1000, at d.astral:3)`; with
+    values in between that do not compile (a degree that no longer divides): `; among the
+    values of tp that compile (up to 64; E316 from 65537; E316: ...)`."""
     p = r.param
     codes = ", ".join(r.edge_codes)
+    why = "; ".join(dict.fromkeys(r.why_low + r.why_high))
     ends = []
     for edge, beyond, word, op in ((r.compiles_low, r.fails_below, "down to", ">="),
                                    (r.compiles_high, r.fails_above, "up to", "<=")):
@@ -115,9 +143,11 @@ def compiles(report, r) -> str:
     subject = "the limit is evaluated" if r.absent else "the design compiles"
     if r.gaps:
         where = "where the limit is evaluated" if r.absent else "that compile"
-        return f"; among the values of {p} {where}" + (f" ({', '.join(ends)})" if ends else "")
+        said = ", ".join(ends) + (f"; {why}" if why and ends else "")
+        return f"; among the values of {p} {where}" + (f" ({said})" if ends else "")
+    why = why or codes
     if ends:
-        return f"; {subject} only while {' and '.join(ends)}" + (f" ({codes})" if codes else "")
+        return f"; {subject} only while {' and '.join(ends)}" + (f" ({why})" if why else "")
     return ""
 
 
@@ -132,14 +162,14 @@ def render(report) -> str:
             head = f"  {lim.label}: {state}"
         else:
             op = "==" if lim.op == "==" else "<" if lim.strict else "<="
-            head = (f"  {lim.label}: {_show(lim.lhs, lim.unit, lim.point)} {op} "
-                    f"{_show(lim.rhs, lim.unit, lim.point)}")
+            lhs, rhs, margin = _figures(lim)
+            head = f"  {lim.label}: {lhs} {op} {rhs}"
             if lim.op == "==":
                 head += f" ({state})"
             else:
                 pct = f", {lim.margin / lim.rhs * 100:.1f} %" if lim.rhs and not lim.point \
                     else ""
-                head += f" (margin {_show(lim.margin, lim.unit)}{pct}; {state})"
+                head += f" (margin {margin}{pct}; {state})"
         if lim.file:
             head += f"  [{lim.file}:{lim.line}]"
         lines.append(head)

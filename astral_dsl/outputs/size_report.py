@@ -6,6 +6,7 @@ from typing import List
 
 from astral_dsl.analyses import formulas, network_groups
 from astral_dsl.analyses.engineering import Engineering
+from astral_dsl.analyses.feeder_equipment import factors_text
 from astral_dsl.analyses.feeders import DUTY
 from astral_dsl.analyses.network_failures import declared
 from astral_dsl.model.design import Design
@@ -162,7 +163,7 @@ def _feeder_lines(fs) -> List[str]:
                         f" V less the {format_number(round(f.voltage_drop_v, 2))} V drop)")
         if f.battery_for:
             bits.append(f"batteries sized for {readable.power(f.battery_w)}, "
-                        f"{DUTY[f.battery_for]} (IEEE 485)")
+                        f"{DUTY[f.battery_for]} ({factors_text(f.battery_factors)})")
         if f.recharge_w:
             bits.append(f"rectifiers sized for the load and {readable.power(f.recharge_w)} of "
                         f"battery recharge")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.values import ListValue, type_name
 from astral_dsl.semantics.errors import fail
-from astral_dsl.semantics.frames import Env, Frame
+from astral_dsl.semantics.frames import Env, Frame, frame_of
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, UnitError
 
@@ -51,9 +51,51 @@ def eval_default(x, e: ast.Call, env: Env):
         "W212", Severity.WARNING,
         f"{kind} `{part.name}` states no `{name}`: assumed {value}"
         + (f" for {owner.kind} `{owner.name}`" if owner is not None else ""),
-        span or e.span, f"state `{name}` on {kind} `{part.name}` (its data sheet value)",
+        span or e.span, _hint(part, kind, name, target.obj, env),
         notes=(f"assumed: {reason}",) + _used(owner, span)))
     return value
+
+
+def _hint(part, kind: str, name: str, obj, env: Env) -> str:
+    """State the field on the part, whose data sheet gives it; but a stdlib part that a template
+    takes as a parameter (NVL72's `rest`, NVL72_Rest, which no data sheet describes) is not the
+    user's to edit: pass a part of their own to the parameter, of the template the user asks
+    for (a GB200_Tray's `nic` is NVL72's `nic` when NVL72's body gives it down)."""
+    advice = f"state `{name}` on {kind} `{part.name}` (its data sheet value)"
+    if part.template is None or not part.template.module.is_stdlib or \
+            not isinstance(obj, ast.Name):
+        return advice
+    template, param = _given_to(obj.name, part, env)
+    if template is None:
+        return advice
+    mine = f"My{param[:1].upper()}{param[1:]}"
+    return (f"`{part.name}` is the stdlib's, not yours to edit: give `{template.name}`'s "
+            f"parameter `{param}` a {kind} of your own that states it, `{template.name}({param} "
+            f"= {mine})` with `{kind} {mine} = {part.name} {{ {name} = ... }}`")
+
+
+def _given_to(param: str, part, env: Env):
+    """(the template, its parameter) that `part` was given to as `param`, followed up through
+    the stdlib bodies that gave it down (`GB200_Tray(nic = nic)` in NVL72's) to the template
+    asked for outside them; (None, None) when `param` is no template's parameter."""
+    env = _binding(env, lambda params: params.get(param) is part)
+    while env is not None and env.template is not None:
+        frame = frame_of(env)
+        asked = frame.asked_in if frame is not None else None
+        if asked is None or not asked.module.is_stdlib:
+            return env.template, param
+        outer = _binding(asked, lambda params: any(v is part for v in params.values()))
+        if outer is None or outer.template is None:
+            return env.template, param
+        env, param = outer, next(n for n, v in outer.params.items() if v is part)
+    return None, None
+
+
+def _binding(env: Env, holds):
+    """The innermost environment of `env`'s chain whose parameters `holds`, or None."""
+    while env is not None and not holds(env.params):
+        env = env.outer
+    return env
 
 
 def _left_out(part, name: str) -> bool:
@@ -113,7 +155,7 @@ def eval_interpolate(x, e: ast.Call, env: Env):
              TABLE_USAGE)
     if below or above:
         end = ys[0] if below else ys[-1]
-        frame = _frame_of(env)
+        frame = frame_of(env)
         span = _where(frame) if frame is not None else None
         x.host.diagnostics.append(Diagnostic(
             "W215", Severity.WARNING,
@@ -128,13 +170,6 @@ def eval_interpolate(x, e: ast.Call, env: Env):
     t = at.compare(xs[i - 1]) / xs[i].compare(xs[i - 1])
     y0, y1 = ys[i - 1], ys[i]
     return Quantity(y0.si + (y1.si - y0.si) * t, y0.dims, y0.unit or y1.unit)
-
-
-def _frame_of(env: Env):
-    """The instance whose body `env` evaluates in (a local value's scope has none of its own)."""
-    while env is not None and env.frame is None:
-        env = env.outer
-    return env.frame if env is not None else None
 
 
 def _points(value, span):

@@ -28,6 +28,7 @@ class Env:
     # parameter -> where the user's files set its value (semantics/origins.py); a parameter
     # not in it takes a value its template's module states (a stdlib default)
     origins: Dict[str, Span] = attrs.field(factory=dict)
+    template: Optional[Template] = None   # the template whose body this is, with `params`
 
     def child(self, **locals_) -> "Env":
         return Env(self.module, None, {}, dict(locals_), self, self.symbols)
@@ -72,6 +73,9 @@ class Frame:
     # ... and the first place in the user's files it comes from: `called_at`, or where the
     # stdlib template whose body asked for it was itself asked for (semantics/defaults.py)
     used_at: Optional[Span] = None
+    # where this instance was first asked for, so that a hint can follow a stdlib part given
+    # down from template to template (semantics/defaults.py)
+    asked_in: Optional[Env] = None
 
     @property
     def display(self) -> str:
@@ -82,15 +86,20 @@ class Frame:
         return self.spec.level
 
 
+def frame_of(env: Optional[Env]) -> Optional[Frame]:
+    """The instance whose body `env` evaluates in (a local value's scope has none of its own)."""
+    while env is not None and env.frame is None:
+        env = env.outer
+    return env.frame if env is not None else None
+
+
 def used_at(caller: Env, span: Span) -> Optional[Span]:
     """`span`, a template's call in `caller`, when it is in the user's files; else (a stdlib
     template's body: `NVL72`'s `18 x GB200_Tray(...)`) the user's template whose body it is
     (`rack Nvl = NVL72()`), or where the stdlib's was asked for in the user's files."""
     if not caller.module.is_stdlib:
         return span
-    while caller is not None and caller.frame is None:
-        caller = caller.outer
-    frame = caller.frame if caller is not None else None
+    frame = frame_of(caller)
     if frame is None:
         return None
     if frame.template is not None and not frame.template.module.is_stdlib:

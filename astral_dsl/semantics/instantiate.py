@@ -200,6 +200,7 @@ class Instantiator:
         frame = self._make(template, params, overrides, depth, origins)
         frame.called_at = span
         frame.used_at = used_at(used_in or caller, span)
+        frame.asked_in = used_in or caller
         self.memo[key] = frame
         if self.isolator is not None:
             self.isolator.made(frame, bare=not args)
@@ -236,7 +237,7 @@ class Instantiator:
             fail("E215", f"`{template.name}` is derived from itself", template.decl.name.span,
                  "a declaration's base must be another template")
         seen.add(id(template))
-        env = Env(template.module, frame, params, origins=origins)
+        env = Env(template.module, frame, params, origins=origins, template=template)
         decl = template.decl
         if decl.base is not None:
             base, base_args = self._base(decl, env)

@@ -330,7 +330,8 @@ def test_a_value_that_does_not_compile_is_not_the_limit_breaking(tmp_path):
     assert r.method == "numeric" and r.high is None and r.low is None
     assert r.compiles_high == pytest.approx(1.0, rel=1e-3) and r.edge_codes == ("E309",)
     text = phrase(report, r)
-    assert "the design compiles only while share <= 100 % (E309)" in text
+    assert ("the design compiles only while share <= 100 % (E309: `liquid_share` must be at "
+            "most 100 % at ") in text
     assert "for every share searched" in text
 
 
@@ -579,7 +580,8 @@ def test_the_json_says_where_the_design_stops_compiling(tmp_path, capsys):
     assert (r["low"], r["high"], r["compiles_low"], r["compiles_high"]) == (None, None, None,
                                                                             100.0)
     assert r["compile_errors"] == ["E309"] and r["skipped"] == []
-    assert r["text"].endswith("the design compiles only while u <= 100 % (E309)")
+    assert r["text"].endswith("the design compiles only while u <= 100 % (E309: `utilization` "
+                              f"must be at most 100 % at {path}:5)")
 
 
 def test_a_step_limit_that_one_nearby_value_does_not_move_still_depends(tmp_path):

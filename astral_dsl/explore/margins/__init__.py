@@ -19,7 +19,7 @@ import sympy
 from astral_dsl import records
 from astral_dsl.explore.margins.limits import Limit, by_key, collect
 from astral_dsl.explore.margins.shadow import OPAQUE, NumericRecorder, Shadows, exact
-from astral_dsl.explore.margins.solve import (Probed, Shown, Uncompiled, candidates,
+from astral_dsl.explore.margins.solve import (Probed, Shown, Uncompiled, candidates, reasons,
                                               numeric_range)
 from astral_dsl.explore.margins.symbolic import Range, depends, shadow_at, symbolic_range
 from astral_dsl.units import Quantity
@@ -93,14 +93,15 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
             at_x = ws.compile(overrides=over, assignments=chosen, trace=numbers)
             if front_end_errors(at_x):
                 cache[key] = Uncompiled(tuple(sorted({d.code for d in at_x.diagnostics
-                                                      if d.is_error})))
+                                                      if d.is_error})),
+                                        why=reasons(at_x.diagnostics))
             else:
                 # the limits are the design's own: its required scenarios are checked at the
                 # current values (above), not at every probe
                 checked_x = check(ws, at_x, required=False)
                 cache[key] = Probed(by_key(collect(ws, numbers, checked_x)),
                                     sorted({d.code for d in checked_x.diagnostics
-                                            if d.is_error}))
+                                            if d.is_error}), reasons(checked_x.diagnostics))
         return cache[key]
 
     ranges: Dict[str, List[Range]] = {lim.key: [] for lim in limits}

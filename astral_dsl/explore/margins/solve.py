@@ -37,6 +37,7 @@ class Uncompiled:
     e.g. a job its layout no longer lets Seer read), with the codes of its errors."""
     codes: Tuple[str, ...]
     absent: bool = False
+    why: Tuple[str, ...] = ()      # the edge's errors as `reasons` gives them
 
     @property
     def edge(self) -> bool:
@@ -51,14 +52,45 @@ class Uncompiled:
 class Probed(dict):
     """The limits at a probe (by key), with the codes of the errors the design has there."""
 
-    def __init__(self, limits, codes=()):
+    def __init__(self, limits, codes=(), why=()):
         super().__init__(limits)
         self.codes = tuple(codes)
+        self.why = tuple(why)
 
 
 EDGE_CODES = ("E309", "E314", "E315", "E316", "E400", "E401", "E405")
 ABSENT_EDGE_CODES = EDGE_CODES + ("E755",)     # the job needs more GPUs than it is placed on
 Probe = Callable[[float], "Dict[str, Limit] | Uncompiled"]
+
+
+def reasons(diagnostics, codes=ABSENT_EDGE_CODES) -> Tuple[str, ...]:
+    """Why a value is past an edge, in words: its first error of each edge code with where it
+    stands, so that a parameter's compilable range says what bounds it (a count deep in the
+    design at its plausible 1,000,000, not the parameter's own range): `E316: `count` past
+    its plausible range, at most 1000000, at stdlib/power.astral:194`."""
+    out, seen = [], set()
+    for d in diagnostics:
+        if d.is_error and d.code in codes and d.code not in seen:
+            seen.add(d.code)
+            where = f" at {d.span.file}:{d.span.start.line}" if d.span is not None else ""
+            out.append(f"{d.code}: {_reason(d)}{where}")
+    return tuple(out)
+
+
+PLAUSIBLE = "the plausible range is "      # how E316's hint states the range (semantics.coerce)
+
+
+def _reason(d) -> str:
+    """The rule the probe broke, without the probe's value (only the first one tried past the
+    edge: `100.0058494 %`): E316 as the field and its plausible range (the same words below
+    and above it), E309/E314/E315 without their `, not VALUE` (semantics.coerce); another as
+    it says."""
+    what, sep, _ = d.message.partition(" is ")
+    if d.code == "E316" and sep and (d.hint or "").startswith(PLAUSIBLE):
+        return f"{what} past its plausible range, {d.hint[len(PLAUSIBLE):].split(';')[0]},"
+    if d.code in ("E309", "E314", "E315") and ", not " in d.message:
+        return d.message.rpartition(", not ")[0]
+    return d.message
 
 
 def candidates(x0: float, integer: bool, point: bool, direction: int) -> List[float]:
@@ -90,6 +122,7 @@ class _Side:
     gaps: Tuple[float, ...] = ()       # values skipped because the design does not compile
     absent: bool = False               # the edge is where the limit stops applying
     beyond: Optional[float] = None     # the first value past the edge that was tried
+    why: Tuple[str, ...] = ()          # the errors there, in words (`reasons`)
 
 
 def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
@@ -106,7 +139,8 @@ def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
         if isinstance(limits, Uncompiled):
             return limits
         if key not in limits:
-            return Uncompiled(getattr(limits, "codes", ()), absent=True)
+            return Uncompiled(getattr(limits, "codes", ()), absent=True,
+                              why=getattr(limits, "why", ()))
         return limits[key].holds
 
     def slack(x: float) -> Optional[float]:
@@ -126,6 +160,7 @@ def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
     extra = dict(compiles_low=low.edge, compiles_high=high.edge,
                  fails_below=low.beyond, fails_above=high.beyond,
                  edge_codes=tuple(sorted(set(low.codes) | set(high.codes))),
+                 why_low=low.why, why_high=high.why,
                  gaps=tuple(sorted(set(low.gaps) | set(high.gaps))),
                  absent=low.absent or high.absent)
     if holds_now:
@@ -153,7 +188,10 @@ def _search(x0, direction, integer, point, state, holds_now, slack=None,
                 edge = _round_edge(edge, beyond, integer, state)
                 codes = tuple(c for c in st.codes
                               if c in (ABSENT_EDGE_CODES if st.absent else EDGE_CODES))
-                return _Side(None, edge, codes, edge, tuple(gaps), st.absent, beyond)
+                past = state(beyond)                   # probed already: what stops it there
+                why = (past if isinstance(past, Uncompiled) else st).why
+                return _Side(None, edge, codes, edge, tuple(gaps), st.absent, beyond,
+                             tuple(w for w in why if w.split(":")[0] in codes))
             gaps.append(x)
             continue
         searched = x

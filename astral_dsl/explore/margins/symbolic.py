@@ -37,6 +37,8 @@ class Range:
     compiles_low: Optional[float] = None
     compiles_high: Optional[float] = None
     edge_codes: Tuple[str, ...] = ()
+    why_low: Tuple[str, ...] = ()         # the errors past each edge in words, with where
+    why_high: Tuple[str, ...] = ()        # each stands (solve.reasons)
     gaps: Tuple[float, ...] = ()          # values between that do not compile (skipped)
     absent: bool = False                  # an edge is where the limit stops applying
     fails_below: Optional[float] = None   # the values past the edges where that was seen

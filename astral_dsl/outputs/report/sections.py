@@ -119,31 +119,41 @@ def diagnostic(review, d: Diagnostic) -> str:
 
 
 def diagnostics(review, extra: Iterable[Diagnostic] = ()) -> str:
+    """Every diagnostic of the design's checks, in the order of their source; the heading counts
+    them apart from what the jobs' forecasts add (shown with each job), and says what the
+    summary's cards count: both, so that the two numbers on the page agree."""
     diags = list(review.checked.diagnostics) + list(extra)
-    accepted = accepted_warnings(review) + _jobs_own(review)
-    if not diags:
-        return section("diagnostics", "Diagnostics",
-                       tag("p", "No diagnostics: every check holds.", cls="note") + accepted)
-    errors = sum(x.is_error for x in diags)
-    head = tag("p", esc(f"{errors:,} error(s), {len(diags) - errors:,} warning(s) or "
-                        f"note(s), in the order of their source."), cls="note")
-    return section("diagnostics", "Diagnostics", head + "".join(diagnostic(review, d)
-                                                                   for d in diags) + accepted)
+    own = _jobs_own(review)
+    if diags:
+        head = f"The design's checks: {_tally(diags)}, in the order of their source."
+    else:       # the jobs may still add theirs: "every check holds" would deny the summary
+        head = "The design's checks raise no diagnostic." if own else \
+            "No diagnostics: every check holds."
+    return section("diagnostics", "Diagnostics", tag("p", esc(head), cls="note") + own + "".join(
+        diagnostic(review, d) for d in diags) + accepted_warnings(review))
+
+
+def _tally(diags) -> str:
+    """'1 error(s), 13 warning(s)' and ', 2 note(s)' when there are any: what each counts apart."""
+    errors = sum(d.is_error for d in diags)
+    warnings = sum(d.severity.value == "warning" for d in diags)
+    notes = len(diags) - errors - warnings
+    return f"{errors:,} error(s), {warnings:,} warning(s)" + (f", {notes:,} note(s)" if notes
+                                                               else "")
 
 
 def _jobs_own(review) -> str:
-    """A pointer to the diagnostics the jobs' forecasts add (shown with each job, counted in
-    the summary), or ''."""
+    """What the jobs' forecasts add to the design's diagnostics (shown with each job) and the
+    totals the summary's cards give, or ''."""
     own = review.shown()[len(review.checked.diagnostics):]
     if not own:
         return ""
-    errors = sum(d.is_error for d in own)
+    errors, warnings = review.counts()
     codes = ", ".join(sorted({d.code for d in own}))
-    return tag("p", esc(f"The jobs' forecasts add {errors:,} error(s) and "
-                        f"{sum(d.severity.value == 'warning' for d in own):,} warning(s) "
-                        f"({codes}), shown with each job under ") + tag(
-        "a", "Training jobs", href="#jobs") + esc("; the summary counts them."), cls="note",
-        id="jobs-own")
+    return tag("p", esc(f"The jobs' forecasts add {_tally(own)} ({codes}), shown with each "
+                        f"job under ") + tag("a", "Training jobs", href="#jobs")
+               + esc(f": {errors:,} error(s) and {warnings:,} warning(s) in all, as the "
+                     f"summary counts."), cls="note", id="jobs-own")
 
 
 def accepted_warnings(review) -> str:
