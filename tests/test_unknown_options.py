@@ -141,3 +141,26 @@ def test_an_option_of_an_argument_fits_its_parameter_or_field(tmp_path):
             """)
         design = astral_dsl.loads(text, name="args.astral", root=tmp_path)
         assert [d.message for d in design.diagnostics if d.is_error] == [message]
+
+
+def test_a_choice_a_template_refuses_is_said_and_left_out(tmp_path):
+    # `G(p = ? in [700 W, -700 W])`: the parameter takes any power, the field `power = p` not a
+    # negative one; the -700 W combination is no design: sizing chose the other one without a
+    # word (W663 now, where the value is refused, naming the combination)
+    text = textwrap.dedent("""\
+        gpu G(p: power) { power = p }
+        host H { gpus = 8 x G(p = ? in [700 W, -700 W]), power = 10.2 kW }
+        rack R { hosts = 4 x H }
+        site S { racks = 2 x R }
+        """)
+    path = tmp_path / "choice.astral"
+    path.write_text(text, encoding="utf-8")
+    result = astral_dsl.check(astral_dsl.compile(path))
+    assert not [d for d in result.diagnostics if d.is_error]
+    (w,) = [d for d in result.diagnostics if d.code == "W663"]
+    assert "[E314] `power` must not be negative, not -700 W" in w.message
+    assert (w.span.file, w.span.start.line, w.span.start.column) == (str(path), 1, 27)
+    assert f"1 combination(s) give it: ({path}:2:27 = -700 W)" in w.notes
+    # the design with a valid option only has no W663
+    path.write_text(text.replace(", -700 W]", ", 600 W]"), encoding="utf-8")
+    assert "W663" not in {d.code for d in astral_dsl.check(astral_dsl.compile(path)).diagnostics}

@@ -23,7 +23,8 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses.cost import objective_value
 from astral_dsl.analyses.engineering import Engineering, analyse, run_scenario
-from astral_dsl.analyses.sizing_common import common_warnings, whatever_chosen, without
+from astral_dsl.analyses.sizing_common import common_warnings, invalid_choices, \
+    whatever_chosen, without
 from astral_dsl.analyses.sizing_milp import milp
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, UnknownSite
@@ -189,7 +190,8 @@ def choose(design: Design, compiled) -> Sizing:
         value = -value
     return Sizing(_in_source_order(chosen, design.unknowns), name, sense, value, design, total,
                   len(feasible), (), tuple(assign.items()),
-                  tuple(_range_ends(design, chosen)) + _unpriced(design, name, span))
+                  tuple(_range_ends(design, chosen)) + _unpriced(design, name, span)
+                  + invalid_choices(compiled, structural))
 
 
 def rebuilt(design: Design, assigned: Dict[str, Any], objective: str, sense: str,

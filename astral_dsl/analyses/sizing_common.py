@@ -13,7 +13,12 @@ from typing import Dict, List, Tuple
 
 import attrs
 
-from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.diagnostics import Diagnostic, Severity
+
+# the front end's errors of a value that is not one a field or a parameter takes (its type, its
+# dimension, its sign, its range, a division by it): a choice that gives one is not a design
+INVALID = frozenset({"E301", "E303", "E304", "E305", "E308", "E309", "E311", "E314", "E315",
+                     "E316"})
 
 
 def common_warnings(candidates, structural) -> Tuple[Diagnostic, ...]:
@@ -33,6 +38,31 @@ def common_warnings(candidates, structural) -> Tuple[Diagnostic, ...]:
                 f"every combination of the unknowns gives this warning, with other figures "
                 f"in some: these are those of {_choices(structural, built[0].index)}",))
         out.append(d)
+    return tuple(out)
+
+
+def invalid_choices(candidates, structural) -> Tuple[Diagnostic, ...]:
+    """W663: the errors of the value a choice gives (INVALID: `Rectifier(module = ? in [25 kW,
+    -5 kW])`'s -5 kW, which `module = module` in the stdlib's template refuses, E315) in the
+    combinations that are not a design for it, each once with the combinations that give it:
+    sizing leaves them out and chooses among the others; said, not dropped in silence."""
+    found: Dict[tuple, Tuple[Diagnostic, List[str]]] = {}
+    for c in candidates:
+        if c.engineering is not None:
+            continue
+        for d in c.design.diagnostics:
+            if d.is_error and d.code in INVALID:
+                found.setdefault(same(d), (d, []))[1].append(_choices(structural, c.index))
+    out = []
+    for d, combos in found.values():
+        shown = "; ".join(f"({c})" for c in combos[:3]) + (
+            f" and {len(combos) - 3:,} more" if len(combos) > 3 else "")
+        out.append(Diagnostic(
+            "W663", Severity.WARNING,
+            f"a choice of the unknowns gives a value that is not valid, left out of sizing: "
+            f"[{d.code}] {d.message}", d.span,
+            "correct or remove the option that gives it in its `? in ...`",
+            notes=d.notes + (f"{len(combos):,} combination(s) give it: {shown}",)))
     return tuple(out)
 
 

@@ -181,6 +181,7 @@ CODES: dict[str, str] = {
     "E660": "no choice of the unknowns satisfies every constraint",
     "E661": "too many combinations of unknowns to size",
     "E662": "the sizing solver failed",
+    "W663": "a choice of the unknowns gives a value that is not valid",
     "E680": "a required scenario breaks the design",
     "W680": "a scenario breaks the design",
     # W69x: data an analysis needs that the design does not declare
