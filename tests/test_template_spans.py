@@ -165,3 +165,26 @@ site S {
     # states no `nvlink_bandwidth`, HGX8's default stands, W212)
     assert hgx.span_of("liquid_share", "power") == hgx.span_of("power")
     assert hgx.span_of("liquid_share", "nvlink_bandwidth").file == "stdlib/hardware.astral"
+
+
+def test_a_value_a_stdlib_template_refuses_stands_on_the_users_argument(tmp_path):
+    # `Rectifier(module = -5 kW)`: the stdlib's `module = module` refuses it (E315); it stood at
+    # stdlib/power.astral's `module` with a note naming the user's line
+    import astral_dsl
+
+    path = tmp_path / "neg.astral"
+    path.write_text("import stdlib.power { Rectifier }\n"
+                    "gpu G { power = 700 W }\n"
+                    "host H { gpus = 8 x G, power = 10 kW }\n"
+                    "rack Rk { hosts = 2 x H }\n"
+                    "row Rw {\n"
+                    "  racks = 2 x Rk\n"
+                    "  feeder a { current = dc, voltage = 240 V, capacity = 100 kW,\n"
+                    "             rectifier = Rectifier(module = -5 kW), serves = racks }\n"
+                    "}\n"
+                    "site S { rows = 1 x Rw }\n", encoding="utf-8")
+    found = astral_dsl.check(astral_dsl.compile(path)).diagnostics
+    (e,) = [d for d in found if d.code == "E315"]
+    assert (e.span.file, e.span.start.line, e.span.start.column) == (str(path), 8, 45)
+    assert any(n.startswith("`Rectifier` reads it as `module` at ") and "power.astral:" in n
+               for n in e.notes)
