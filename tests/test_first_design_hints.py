@@ -95,35 +95,28 @@ def checked(text: str, tmp_path):
     return astral_dsl.check(str(path))
 
 
+NO_FACILITY = """
+    import stdlib.cooling { Water }
+    gpu G { power = 700 W, liquid_share = 80 % }
+    host N { gpus = 8 x G }
+    rack R { hosts = 4 x N }
+    site S {
+      racks = 2 x R
+      utilization = 80 %
+      loop plates { fluid = Water, supply = 40 degC, rise = 10 K, serves = racks }
+      air room { supply = 27 degC, rise = 12 K }
+    }
+    """
+
+
 def test_w656_hint_declares_a_named_facility(tmp_path):
-    design = checked("""
-        import stdlib.cooling { Water }
-        gpu G { power = 700 W, liquid_share = 80 % }
-        host N { gpus = 8 x G }
-        rack R { hosts = 4 x N }
-        site S {
-          racks = 2 x R
-          utilization = 80 %
-          loop plates { fluid = Water, supply = 40 degC, rise = 10 K, serves = racks }
-          air room { supply = 27 degC, rise = 12 K }
-        }
-        """, tmp_path)
+    design = checked(NO_FACILITY, tmp_path)
     w656 = [d for d in design.diagnostics if d.code == "W656"]
     assert w656 and w656[0].hint.startswith("declare `facility NAME { ... }` in the site")
     # and what it says to write is accepted
-    fixed = checked("""
-        import stdlib.cooling { Water }
-        gpu G { power = 700 W, liquid_share = 80 % }
-        host N { gpus = 8 x G }
-        rack R { hosts = 4 x N }
-        site S {
-          racks = 2 x R
-          utilization = 80 %
-          loop plates { fluid = Water, supply = 40 degC, rise = 10 K, serves = racks }
-          air room { supply = 27 degC, rise = 12 K }
-          facility water { supply = 16 degC, rise = 6 K }
-        }
-        """, tmp_path)
+    air = "air room { supply = 27 degC, rise = 12 K }"
+    fixed = checked(NO_FACILITY.replace(
+        air, air + "\n      facility water { supply = 16 degC, rise = 6 K }"), tmp_path)
     assert not [d for d in fixed.diagnostics if d.is_error or
                 d.message.startswith("no `facility` is declared")], fixed.diagnostics
 
