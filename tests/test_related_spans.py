@@ -152,3 +152,25 @@ def test_a_diagnostic_without_related_spans_has_no_related_key():
     assert diagnostic_json(d)["related"] == [
         {"message": "here", "file": "b.astral",
          "range": {"start": {"line": 2, "column": 3}, "end": {"line": 2, "column": 5}}}]
+
+
+def test_a_failed_check_of_a_stdlib_templates_body_stands_at_the_users_call():
+    # GB300_NVL72's `check power <= 8 * 33 kW / 2 else warning ...` with a 30 kW rest: W500
+    # stood at stdlib/hardware.astral (the check's condition), with no word of the user's line
+    text = ("import stdlib.hardware { GB300_NVL72, NVL72_Rest }\n"
+            "switch Big = NVL72_Rest { power = 30 kW }\n"
+            "site S {\n  racks = 2 x GB300_NVL72(rest = Big)\n}\n")
+    (w,) = _found(text, "W500", "power shelves")
+    assert _primary(w) == ("d.astral",) + _at(text, "GB300_NVL72(rest")
+    assert _related(w) == [("rack `GB300_NVL72` checks it here", "stdlib/hardware.astral",
+                            _stdlib_line("hardware.astral", "check power <= 8 * 33 kW / 2"))]
+    assert w.notes[0] == "left side: 150.6 kW; right side: 132 kW"
+
+
+def test_w690_of_a_stdlib_switch_without_power_stands_where_the_user_uses_it():
+    text = "import stdlib.hardware { Switch51T }\nsite S { sw = 2 x Switch51T }\n"
+    (w,) = _found(text, "W690")
+    line, column = _at(text, "x Switch51T")
+    assert _primary(w) == ("d.astral", line, column + 2)
+    assert _related(w) == [("switch `Switch51T` is declared here", "stdlib/hardware.astral",
+                            _stdlib_line("hardware.astral", "switch Switch51T {"))]
