@@ -137,7 +137,8 @@ def test_a_diagnostic_a_stdlib_template_causes_has_the_stdlibs_line_as_related_i
     # a client that does not show relatedInformation reads it in the message
     (d,) = [d for d in converted(_Client(False), found, text) if d.code == "W626"]
     assert d.related_information is None
-    assert "\nnote: rack `NVL72` is declared here (" in d.message
+    line = info.location.range.start.line + 1
+    assert d.message.endswith(f"\nnote: rack `NVL72` is declared here ({hardware}:{line}:1)")
 
 
 def test_a_problem_in_an_imported_file_has_its_place_there_as_related_information(tmp_path):

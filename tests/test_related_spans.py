@@ -174,3 +174,18 @@ def test_w690_of_a_stdlib_switch_without_power_stands_where_the_user_uses_it():
     assert _primary(w) == ("d.astral", line, column + 2)
     assert _related(w) == [("switch `Switch51T` is declared here", "stdlib/hardware.astral",
                             _stdlib_line("hardware.astral", "switch Switch51T {"))]
+
+
+def test_the_review_page_lists_the_related_span_with_the_notes():
+    from astral_dsl.outputs.report.sections import diagnostic
+
+    class Review:
+        def source(self, file):
+            return None
+
+    d = Diagnostic("W626", Severity.WARNING, "no feeder", Span.at("d.astral", 4, 15),
+                   notes=("n",), related=(Related(Span.at("stdlib/hardware.astral", 498, 1),
+                                                  "rack `NVL72` is declared here"),))
+    page = diagnostic(Review(), d)
+    assert "<li>note: n</li><li>note: rack `NVL72` is declared here " \
+           "(stdlib/hardware.astral:498:1)</li>" in page

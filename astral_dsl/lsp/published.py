@@ -1,8 +1,9 @@
 """What the editor is shown of an analysis's diagnostics: each placed in the document being
 edited (a problem in an imported file shown on the import that brings it in, its file and
-position in its message; `placed`, run where the analysis ran, in the worker process), then
-converted to the LSP's (`to_lsp`); and the one diagnostic of an analysis that failed (E000),
-ran out of time (E407) or out of memory (E410)."""
+position in its message and its place there a related location; `placed`, run where the
+analysis ran, in the worker process), then converted to the LSP's (`to_lsp`: related spans as
+relatedInformation, the stdlib's line of a template the user's line brings in); and the one
+diagnostic of an analysis that failed (E000), ran out of time (E407) or out of memory (E410)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -78,13 +79,21 @@ def to_lsp(d: Diagnostic, lines: Lines, lines_of: Optional[Callable] = None,
                                   .range(r.span)),
             message=r.message) for r in d.related]
     elif d.related:
-        message += "".join(f"\nnote: {r.message} ({r.span})" for r in d.related)
+        message += "".join(f"\nnote: {r.message} ({_shown(r.span)})" for r in d.related)
     return lsp.Diagnostic(range=lines.range(d.span), severity=_SEVERITY[d.severity],
                           code=d.code, source="astral", message=message,
                           related_information=info)
 
 
 _NONE = Lines("")
+
+
+def _shown(span) -> str:
+    """`file:line:column` of a related span whose file is a URI (`_uris`), as a path."""
+    from astral_dsl.lsp.project import uri_path
+
+    path = uri_path(span.file) if span.file.startswith("file:") else None
+    return f"{path if path is not None else span.file}:{span.start.line}:{span.start.column}"
 
 
 def converted(ls, found, text: str) -> list:

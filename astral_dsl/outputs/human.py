@@ -1,5 +1,6 @@
 """Diagnostics for people, in the style of rustc and Elm: a header, the source line, a caret
-underline, notes and a hint."""
+underline, notes and a hint, then each related span (the stdlib's line of a template the user's
+line brings in) as rustc's labelled note, with its own snippet."""
 from __future__ import annotations
 
 import unicodedata
