@@ -174,6 +174,15 @@ def test_w690_of_a_stdlib_switch_without_power_stands_where_the_user_uses_it():
     assert _primary(w) == ("d.astral", line, column + 2)
     assert _related(w) == [("switch `Switch51T` is declared here", "stdlib/hardware.astral",
                             _stdlib_line("hardware.astral", "switch Switch51T {"))]
+    assert w.hint.startswith("`Switch51T` is the stdlib's, not yours to edit")
+    assert "`switch MySwitch51T = Switch51T { power = ... }`" in w.hint
+
+
+def test_w690_of_the_users_own_part_says_to_declare_its_power():
+    text = "switch Mine { ports = 64 }\nsite S { sw = 2 x Mine }\n"
+    (w,) = _found(text, "W690")
+    assert w.hint == ("declare `power` on `Mine` (its data sheet figure), or on the part that "
+                      "holds it")
 
 
 def test_the_review_page_lists_the_related_span_with_the_notes():
