@@ -18,7 +18,8 @@ def register(sub) -> None:
         "2..10:2 or a comma list such as 40kW,45kW; the first --grid varies slowest."))
     s.add_argument("file", metavar="FILE", nargs="?")
     s.add_argument("--grid", action="append", default=[], metavar="NAME=VALUES",
-                   help="values of a top-level param: 2..6, 2..10:2, 40kW..50kW:5kW or a,b,c")
+                   help="values of a top-level param: 2..6, 2..10:2, 40kW..50kW:5kW or a,b,c "
+                        "(a value listed twice is evaluated once, with a note)")
     s.add_argument("--job", metavar="NAME", help="also forecast this job at every point")
     s.add_argument("--scenario", metavar="NAME", help="evaluate every point under this scenario")
     s.add_argument("-o", "--output", metavar="FILE.csv|FILE.jsonl",
