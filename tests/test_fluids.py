@@ -156,17 +156,10 @@ def test_a_state_outside_coolprops_range_is_said_in_our_words(fluid, temp_c, say
 def test_e646_carries_coolprops_text_as_a_note_only(tmp_path):
     import astral_dsl
 
-    text = """
-gpu G { power = 700 W }
-host H { gpus = 8 x G, power = 10 kW, liquid_share = 80 % }
-rack R { hosts = 4 x H }
-fluid Hot { coolprop = "INCOMP::MPG[0.25]" }
-pod P {
-  racks = 4 x R
-  loop secondary { fluid = Hot, supply = 120 degC, rise = 10 K }
-}
-site S { pods = 2 x P }
-"""
+    text = _ETHANOL_LOOP.replace('Spirit { coolprop = "Ethanol" }',
+                                'Hot { coolprop = "INCOMP::MPG[0.25]" }').replace(
+        "fluid = Spirit, supply = 35 degC", "fluid = Hot, supply = 120 degC")
+    assert "INCOMP" in text and "120 degC" in text
     checked = astral_dsl.check(astral_dsl.compiles(text, name="hot.astral"))
     (e,) = [d for d in checked.diagnostics if d.code == "E646"]
     assert e.message == ("fluid properties of `Hot` at 125 degC: outside the temperatures "

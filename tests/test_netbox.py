@@ -546,16 +546,22 @@ site S { %s = 2 x Row }
 """ % ("rows_of_a_hall_" * 8)
 
 
+def _exported(tmp_path, text: str):
+    """(the process, its folder) of `astral export --netbox` of the design `text`, whose
+    keys resolve."""
+    (tmp_path / "d.astral").write_text(text, encoding="utf-8")
+    proc = _cli("export", "--netbox", str(tmp_path / "out"), str(tmp_path / "d.astral"))
+    assert proc.returncode == 0, proc.stderr
+    _keys_resolve(tmp_path / "out")
+    return proc, tmp_path / "out"
+
+
 def test_namesakes_are_exported_apart(tmp_path):
     # `Acme Inc` and `acme-inc` had one slug, so did `Node` and `NODE`: one manufacturer and one
     # type of each pair were left out and their devices named what the files did not hold;
     # `Node(n = N2)` (two ports a NIC) was one type with `Node`, the YAML of one of them; two
     # rows whose paths meet within a slug's 100 characters had one slug
-    (tmp_path / "d.astral").write_text(NAMESAKES, encoding="utf-8")
-    proc = _cli("export", "--netbox", str(tmp_path / "out"), str(tmp_path / "d.astral"))
-    assert proc.returncode == 0, proc.stderr
-    out = tmp_path / "out"
-    _keys_resolve(out)
+    proc, out = _exported(tmp_path, NAMESAKES)
     assert _valid_device_types(out) == 3
     assert [(r["name"], r["slug"]) for r in _rows(out / "manufacturers.csv")] == [
         ("Acme Inc", "acme-inc"), ("acme-inc", "acme-inc-2")]
@@ -586,11 +592,7 @@ site S { racks = 1 x R }
 def test_a_manufacturer_is_one_whatever_the_case_of_its_name(tmp_path):
     # "NVIDIA" and "Nvidia" were two manufacturers (slugs nvidia and nvidia-2), which NetBox
     # holds as one company: one, named as the design first writes it, its types under it
-    (tmp_path / "d.astral").write_text(CASES, encoding="utf-8")
-    proc = _cli("export", "--netbox", str(tmp_path / "out"), str(tmp_path / "d.astral"))
-    assert proc.returncode == 0, proc.stderr
-    out = tmp_path / "out"
-    _keys_resolve(out)
+    proc, out = _exported(tmp_path, CASES)
     assert [(r["name"], r["slug"]) for r in _rows(out / "manufacturers.csv")] == [
         ("Acme", "acme"), ("NVIDIA", "nvidia")]
     assert sorted((r["manufacturer"], r["model"], r["slug"])
