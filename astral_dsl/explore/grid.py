@@ -14,7 +14,7 @@ import math
 import re
 import sys
 from fractions import Fraction
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 
 from astral_dsl import records
@@ -330,10 +330,11 @@ def parse_grids(specs: Sequence[str], sets: Dict[str, str]) -> List[Grid]:
     return grids
 
 
-def points(grids: Sequence[Grid]) -> List[Dict[str, str]]:
-    """Every point of the grid, the first grid varying slowest."""
+def points(grids: Sequence[Grid]) -> Iterator[Dict[str, str]]:
+    """Every point of the grid, the first grid varying slowest, each made as it is taken (a
+    sweep takes a round of them at a time: explore/sweep.py evaluate)."""
     names = [g.name for g in grids]
-    return [dict(zip(names, combo)) for combo in itertools.product(*[g.values for g in grids])]
+    return (dict(zip(names, combo)) for combo in itertools.product(*[g.values for g in grids]))
 
 
 def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
