@@ -1,0 +1,66 @@
+"""W635: an IT feeder that nothing backs (no feeder of another side serving the same parts, not
+one of a `count = N` group) in a design that declares redundant feeders is a single point of
+failure: the load it carries loses power when it fails. A design of single feeds on purpose (no
+`side`, no `count` above 1 anywhere) is not told about it."""
+from __future__ import annotations
+
+import astral_dsl
+
+HEAD = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+"""
+FEED = "current = dc, voltage = 240 V, capacity = 400 kW, efficiency = 96 %"
+
+
+def _w635(body: str):
+    design = astral_dsl.compiles(HEAD + body, name="backing.astral")
+    return [d for d in astral_dsl.check(design).diagnostics if d.code == "W635"]
+
+
+def test_a_side_a_feeder_without_a_partner_in_a_redundant_design_warns():
+    # the rows' racks on an A/B pair; the storage rack on side A alone: 4 x 10 kW = 40 kW
+    (w,) = _w635(f"""
+site S {{
+  racks = 2 x R
+  store = 1 x R
+  feeder a {{ {FEED}, side = A, serves = racks }}
+  feeder b {{ {FEED}, side = B, serves = racks }}
+  feeder s {{ {FEED}, side = A, serves = store }}
+}}""")
+    assert w.message == ("feeder `S.s` is a single point of failure: no feeder of another side "
+                         "serves the same parts and it is not one of a `count = N` group, so "
+                         "the 40 kW it carries lose power when it fails (its `side = A` names "
+                         "half of an A/B pair)")
+    assert "side = B" in w.hint and "count = 2" in w.hint and "allow W635" in w.hint
+    assert (w.span.start.line, w.span.start.column) == (10, 10)      # the name `s`
+
+
+def test_a_feeder_with_no_side_warns_when_another_feeder_is_redundant():
+    (w,) = _w635(f"""
+site S {{
+  racks = 2 x R
+  store = 1 x R
+  feeder a {{ {FEED}, count = 2, serves = racks }}
+  feeder s {{ {FEED}, serves = store }}
+}}""")
+    assert w.message.startswith("feeder `S.s` is a single point of failure")
+    assert w.message.endswith("(the design's `S.a` is one of a `count = 2` group)")
+
+
+def test_backed_feeders_and_single_feed_designs_do_not_warn():
+    # an A/B pair, an N-1 group (also one sized by `?`), and a design of single feeds on purpose
+    assert not _w635(f"""
+site S {{
+  racks = 2 x R
+  feeder a {{ {FEED}, side = A, serves = racks }}
+  feeder b {{ {FEED}, side = B, serves = racks }}
+}}""")
+    assert not _w635(f"site S {{ racks = 2 x R\n feeder a {{ {FEED}, count = ?, serves = racks }} }}")
+    assert not _w635(f"""
+site S {{
+  racks = 2 x R
+  store = 1 x R
+  feeder a {{ {FEED}, serves = racks }}
+  feeder s {{ {FEED}, serves = store }}
+}}""")
