@@ -64,3 +64,21 @@ site S {{
   feeder a {{ {FEED}, serves = racks }}
   feeder s {{ {FEED}, serves = store }}
 }}""")
+
+
+# ---- W624: a rectifier without an efficiency behind a feeder that declares its own -------------
+def test_a_rectifier_without_an_efficiency_is_w624_not_a_silent_zero():
+    """The feeder's own 98 % (its power shelves, say) counted; the rectifier's AC-DC conversion
+    counted 0 W and nothing said so (W624 spoke only when neither declared one)."""
+    design = astral_dsl.compiles(HEAD + """
+rectifier Rect { module = 50 kW, modules = 2, redundancy = n_plus_1 }
+site S {
+  racks = 1 x R
+  feeder a { current = dc, voltage = 240 V, capacity = 100 kW, efficiency = 98 %
+             rectifier = Rect, serves = racks }
+}""", name="rect.astral")
+    (w,) = [d for d in astral_dsl.check(design).diagnostics if d.code == "W624"]
+    assert w.message == ("rectifier `Rect` of feeder `S.a` declares no `efficiency`: its AC-DC "
+                         "conversion losses count as 0 W in the facility power and the PUE, "
+                         "only the feeder's own 98 % counts")
+    assert w.span.start.line == 9          # at `rectifier = Rect`

@@ -266,6 +266,14 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
     rect_eff = _si(rect.field("efficiency")) if rect is not None else None
     if rect_eff is not None:        # the rectifier upstream of the feeder's own conversion
         eff = rect_eff * eff if eff is not None else rect_eff
+    if rect is not None and rect_eff is None and eff is not None and load > 0:
+        diags.append(_warn("W624", f"rectifier `{rect.path}` of feeder `{f.path}` declares no "
+                                   f"`efficiency`: its AC-DC conversion losses count as 0 W in "
+                                   f"the facility power and the PUE, only the feeder's own "
+                                   f"{format_number(round(eff * 100, 4))} % counts",
+                           f.span_of("rectifier"),
+                           "declare `efficiency = ...` on the rectifier, from its data sheet "
+                           "(stdlib.power's `Rectifier` states one)"))
     if eff is None and load > 0:
         diags.append(_warn("W624", f"feeder `{f.path}` declares no conversion `efficiency` "
                                    f"(nor does a rectifier on it): its conversion losses count "
