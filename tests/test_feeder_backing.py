@@ -1,6 +1,6 @@
-"""W635: an IT feeder that nothing backs (no feeder of another side serving the same parts, not
-one of a `count = N` group) in a design that declares redundant feeders is a single point of
-failure: the load it carries loses power when it fails. A design of single feeds on purpose (no
+"""W635: a feeder that nothing backs (no feeder of another side sharing its load, not one of a
+`count = N` group) in a design that declares redundant feeders is a single point of failure:
+the load it carries loses power when it fails (IT feeders and mechanical ones alike). A design of single feeds on purpose (no
 `side`, no `count` above 1 anywhere) is not told about it."""
 from __future__ import annotations
 
@@ -29,10 +29,12 @@ site S {{
   feeder s {{ {FEED}, side = A, serves = store }}
 }}""")
     assert w.message == ("feeder `S.s` is a single point of failure: no feeder of another side "
-                         "serves the same parts and it is not one of a `count = N` group, so "
-                         "the 40 kW it carries lose power when it fails (its `side = A` names "
-                         "half of an A/B pair)")
-    assert "side = B" in w.hint and "count = 2" in w.hint and "allow W635" in w.hint
+                         "shares its load and it is not one of a `count = N` group, so the "
+                         "40 kW it carries lose power when it fails (its `side = A` names half "
+                         "of an A/B pair)")
+    assert w.hint == ("declare a partner feeder with `side = B` serving the same parts (2N), or "
+                      "`count = 2` or more feeders sharing the load (N-1); a single feed on "
+                      "purpose: `allow W635 \"reason\"`")
     assert (w.span.start.line, w.span.start.column) == (10, 10)      # the name `s`
 
 
@@ -46,6 +48,22 @@ site S {{
 }}""")
     assert w.message.startswith("feeder `S.s` is a single point of failure")
     assert w.message.endswith("(the design's `S.a` is one of a `count = 2` group)")
+
+
+def test_a_lone_mechanical_feeder_warns_beside_redundant_it_feeders():
+    # the facility's consumers: the 5 kW of auxiliaries on one feed, the racks on an A/B pair
+    (w,) = _w635(f"""
+site S {{
+  racks = 2 x R
+  auxiliary = 5 kW
+  feeder a {{ {FEED}, side = A, serves = racks }}
+  feeder b {{ {FEED}, side = B, serves = racks }}
+  feeder m {{ {FEED}, mechanical = true }}
+}}""")
+    assert w.message.startswith("feeder `S.m` is a single point of failure")
+    assert "the 5 kW it carries" in w.message
+    assert w.hint.startswith("declare `side = A` on it and a partner feeder with `side = B` "
+                             "with `mechanical = true` beside it (2N)")
 
 
 def test_backed_feeders_and_single_feed_designs_do_not_warn():

@@ -1,8 +1,9 @@
-"""W635: an IT feeder that nothing backs, in a design that declares redundant feeders.
+"""W635: a feeder that nothing backs, in a design that declares redundant feeders.
 
-A feeder is backed when a feeder of another `side` serves the same parts (2N) or it is one of
-a `count = N` group (N-1; a count left to sizing is sized so that one may fail). One that is
-neither is a single point of failure: what it carries loses power when it fails (a scenario
+A feeder is backed when a feeder of another `side` shares its load (2N: for an IT feeder one
+serving the same parts, for a mechanical one another declared beside it) or it is one of a
+`count = N` group (N-1; a count left to sizing is sized so that one may fail where the feeder
+declares a `capacity`). One that is neither is a single point of failure: what it carries loses power when it fails (a scenario
 that fails it says so, E628). Designs of single feeds on purpose exist (a lab rack on one
 busway), so the warning is given only where the design declares redundancy: some feeder
 declares a `side` (it names half of an A/B pair) or a `count` above 1 (or `?`). Uptime
@@ -39,19 +40,23 @@ def evidence(feeders: Iterable[Instance]) -> Optional[Instance]:
 
 
 def unbacked(f: Instance, partners: List[Instance], count: int, load_w: float,
-             example: Optional[Instance], replicas: int) -> List[Diagnostic]:
+             example: Optional[Instance], replicas: int,
+             partner: str = "serving the same parts") -> List[Diagnostic]:
     """W635 for feeder `f` (its `partners` of other sides, its `count`, its load per replica)
-    when nothing backs it and `example` (the design's evidence of redundancy) exists."""
+    when nothing backs it and `example` (the design's evidence of redundancy) exists;
+    `partner`: what a partner must be besides on another side (an IT feeder's serves the same
+    parts, a mechanical one is declared beside it with `mechanical = true`)."""
     if example is None or partners or count > 1 or load_w <= 0:
         return []
     side = _sym(f.field("side"))
     why = f"its `side = {side}` names half of an A/B pair" if side else \
         f"the design's `{example.path}` is {redundant(example)}"
     every = f" (so are all {replicas:,} such feeders)" if replicas > 1 else ""
+    pair = f"a partner feeder with `side = {'B' if side == 'A' else 'A'}` {partner}" if side \
+        else f"`side = A` on it and a partner feeder with `side = B` {partner}"
     return [_warn("W635", f"feeder `{f.path}` is a single point of failure{every}: no feeder of "
-                          f"another side serves the same parts and it is not one of a "
-                          f"`count = N` group, so the {readable.power(load_w)} it carries lose "
-                          f"power when it fails ({why})", f.span,
-                  f"declare a partner feeder with `side = {'B' if side == 'A' else 'A'}` serving the "
-                  f"same parts (2N), or `count = 2` or more feeders sharing the load (N-1); a "
-                  f"single feed on purpose: `allow W635 \"reason\"`")]
+                          f"another side shares its load and it is not one of a `count = N` "
+                          f"group, so the {readable.power(load_w)} it carries lose power when "
+                          f"it fails ({why})", f.span,
+                  f"declare {pair} (2N), or `count = 2` or more feeders sharing the load "
+                  f"(N-1); a single feed on purpose: `allow W635 \"reason\"`")]
