@@ -30,7 +30,7 @@ site S {{
 }}""")
     assert w.message == ("feeder `S.s` is a single point of failure: no feeder of another side "
                          "shares its load and it is not one of a `count = N` group, so the "
-                         "40 kW it carries lose power when it fails (its `side = A` names half "
+                         "40 kW it carries is lost when it fails (its `side = A` names half "
                          "of an A/B pair)")
     assert w.hint == ("declare a partner feeder with `side = B` serving the same parts (2N), or "
                       "`count = 2` or more feeders sharing the load (N-1); a single feed on "

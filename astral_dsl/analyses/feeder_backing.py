@@ -3,8 +3,8 @@
 A feeder is backed when a feeder of another `side` shares its load (2N: for an IT feeder one
 serving the same parts, for a mechanical one another declared beside it) or it is one of a
 `count = N` group (N-1; a count left to sizing is sized so that one may fail where the feeder
-declares a `capacity`). One that is neither is a single point of failure: what it carries loses power when it fails (a scenario
-that fails it says so, E628). Designs of single feeds on purpose exist (a lab rack on one
+declares a `capacity`). One that is neither is a single point of failure: what it carries loses
+power when it fails (a scenario that fails it says so, E628). Designs of single feeds on purpose exist (a lab rack on one
 busway), so the warning is given only where the design declares redundancy: some feeder
 declares a `side` (it names half of an A/B pair) or a `count` above 1 (or `?`). Uptime
 Institute's Tier III and IV (Tier Standard: Topology) require every capacity component and
@@ -56,7 +56,7 @@ def unbacked(f: Instance, partners: List[Instance], count: int, load_w: float,
         else f"`side = A` on it and a partner feeder with `side = B` {partner}"
     return [_warn("W635", f"feeder `{f.path}` is a single point of failure{every}: no feeder of "
                           f"another side shares its load and it is not one of a `count = N` "
-                          f"group, so the {readable.power(load_w)} it carries lose power when "
+                          f"group, so the {readable.power(load_w)} it carries is lost when "
                           f"it fails ({why})", f.span,
                   f"declare {pair} (2N), or `count = 2` or more feeders sharing the load "
                   f"(N-1); a single feed on purpose: `allow W635 \"reason\"`")]
