@@ -7,7 +7,7 @@ diagnostic of an analysis that failed (E000), ran out of time (E407) or out of m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import attrs
 from lsprotocol import types as lsp
@@ -96,25 +96,31 @@ def _shown(span) -> str:
     return f"{path if path is not None else span.file}:{span.start.line}:{span.start.column}"
 
 
-def converted(ls, found, text: str) -> list:
-    """The placed diagnostics `found` of a document of `text` as the LSP's, for the server
-    `ls`: their related spans (the stdlib's line of a template the user's line brings in) as
-    relatedInformation when the client said it takes it, else as notes in the message."""
+def converted(ls, found, text: str, uri: str) -> list:
+    """The placed diagnostics `found` of the document `uri` of `text` as the LSP's, for the
+    server `ls`: their related spans (the stdlib's line of a template the user's line brings
+    in) as relatedInformation when the client said it takes it, else as notes in the message.
+    A related span in the document itself is placed in `text` (an untitled buffer has no file
+    to read: its columns were code points, not the client's units); one in another file in
+    the editor's text of it, else in the file read as the compiler reads a source
+    (semantics/modules.py read_file: a FIFO or a device refused at once, not waited on)."""
     from astral_dsl.lsp.project import uri_path
+    from astral_dsl.semantics.modules import read_file
 
-    lines, others = ls.lines(text), {}
+    lines = ls.lines(text)
+    others: Dict[str, Optional[Lines]] = {uri: lines}
 
-    def lines_of(uri: str) -> Optional[Lines]:
-        if uri not in others:
-            path = uri_path(uri)
+    def lines_of(other_uri: str) -> Optional[Lines]:
+        if other_uri not in others:
+            path = uri_path(other_uri)
             other = ls.overlay(path) if path is not None else None
             if other is None and path is not None:
                 try:
-                    other = path.read_text(encoding="utf-8")
+                    other = read_file(path).decode("utf-8")
                 except (OSError, UnicodeError):
                     other = None
-            others[uri] = ls.lines(other) if other is not None else None
-        return others[uri]
+            others[other_uri] = ls.lines(other) if other is not None else None
+        return others[other_uri]
 
     caps = getattr(getattr(ls, "client_capabilities", None), "text_document", None)
     shown = getattr(getattr(caps, "publish_diagnostics", None), "related_information", None)
