@@ -75,3 +75,34 @@ def test_an_output_that_cannot_be_opened_is_a_usage_error(tmp_path, capsys):
     assert f"-o {tmp_path / 'no' / 'rows.csv'}: No such file or directory" in err
     assert "Traceback" not in err
     assert not os.path.exists(tmp_path / "no")
+
+
+@pytest.mark.parametrize("fmt", [[], ["--format", "jsonl"]])
+def test_an_interrupted_sweep_says_its_output_holds_the_first_rows_only(tmp_path, monkeypatch,
+                                                                        capsys, fmt):
+    """Ctrl-C in the middle of a sweep into -o (and --format jsonl): exit 130, as before, and
+    stderr says the rows written are the first points' only, how many of how many; the file
+    cut at a row read as a whole sweep's, and nothing said so."""
+    path = tmp_path / "lab.astral"
+    path.write_text(LAB, encoding="utf-8")
+    chunks = []
+
+    def chunk(bundle, points, options):
+        chunks.append(len(points))
+        if len(chunks) == sweep.ROUND + 2:          # in the second round of chunks
+            raise KeyboardInterrupt
+        return [{"valid": True, "metrics": {}, "diagnostics": []} for _ in points]
+
+    monkeypatch.setattr(sweep, "evaluate_points", chunk)
+    rows = tmp_path / "rows.jsonl"
+    code = main(["sweep", str(path), "--grid", "n=1..4", "--grid", "util=1%..100%:1%",
+                 "--workers", "1", "-o", str(rows), *fmt])
+    captured = capsys.readouterr()
+    done = sum(chunks[:sweep.ROUND])             # the first round's rows
+    assert code == 130
+    assert rows.read_text(encoding="utf-8").count("\n") == done
+    assert captured.out.count("\n") == (done if fmt else 0)
+    where = f"-o {rows} and standard output" if fmt else f"-o {rows}"
+    assert captured.err.endswith(f"astral: sweep interrupted after {done:,} of 400 points: "
+                                 f"{where} hold(s) the rows of the first {done:,} only, not "
+                                 f"the whole sweep\n")

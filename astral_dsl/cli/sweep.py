@@ -280,10 +280,14 @@ def _streamed(args, overrides, cluster, calibration) -> int:
                     sys.stdout) as stream:
             update, stop = progress_bar(sys.stderr.isatty(), "sweep")
             try:
-                for row in sweep.evaluate(plan, eng, update):
-                    stream.add(row)
-            finally:
-                stop()
+                try:
+                    for row in sweep.evaluate(plan, eng, update):
+                        stream.add(row)
+                finally:
+                    stop()
+            except KeyboardInterrupt:       # Ctrl-C: exit 130, the rows written said partial
+                _interrupted(args, stream, plan.size)
+                raise
             if args.format != "json":       # the document holds them
                 for note in plan.notes:
                     sys.stderr.write(f"note: {note}\n")
@@ -298,6 +302,19 @@ def _streamed(args, overrides, cluster, calibration) -> int:
     if args.format == "human":
         _written(plan.file, stream.points, stream.valid, args.output)
     return EXIT_OK if stream.valid == stream.points else EXIT_ERRORS
+
+
+def _interrupted(args, stream, total: int) -> None:
+    """What a sweep Ctrl-C stopped leaves written, on stderr: -o's file and `--format jsonl`'s
+    output hold the rows of the first points only (a file cut at a row reads as a whole one;
+    `--format json` prints nothing without its end)."""
+    where = [f"-o {args.output}"] if args.output else []
+    where += ["standard output"] if args.format == "jsonl" else []
+    if where:
+        sys.stderr.write(f"astral: sweep interrupted after {stream.points:,} of {total:,} "
+                         f"points: {' and '.join(where)} hold(s) the rows of the first "
+                         f"{stream.written:,} only, not the whole sweep\n")
+        sys.stderr.flush()
 
 
 def _written(file: str, points: int, valid: int, output: str) -> None:
