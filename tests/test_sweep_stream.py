@@ -106,3 +106,26 @@ def test_an_interrupted_sweep_says_its_output_holds_the_first_rows_only(tmp_path
     assert captured.err.endswith(f"astral: sweep interrupted after {done:,} of 400 points: "
                                  f"{where} hold(s) the rows of the first {done:,} only, not "
                                  f"the whole sweep\n")
+
+
+def test_an_output_that_is_a_file_the_design_reads_is_a_usage_error(tmp_path, capsys,
+                                                                     monkeypatch):
+    """-o is opened before the first point: `-o fleet.csv` of a design whose inventory is
+    fleet.csv emptied it (the sweep wrote its rows there, the inventory gone); now a usage
+    error, as `astral report` refuses to write over a module, and the file is untouched."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "d.astral").write_text(
+        'param n = 2\nhost H { power = 1 kW, name = "h{host}" }\nrack R { hosts = n x H }\n'
+        'site S { racks = 1 x R, utilization = 75 % }\n'
+        'inventory Fleet { file = "fleet.csv" }\n', encoding="utf-8")
+    fleet = "name,serial\nh0,A1\nh1,B2\n"
+    (tmp_path / "fleet.csv").write_text(fleet, encoding="utf-8")
+    code = main(["sweep", "d.astral", "--grid", "n=2,3", "--workers", "1", "-o", "fleet.csv"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (f"-o fleet.csv is `{tmp_path / 'fleet.csv'}` (the same file) that this command "
+            "reads: writing it would destroy it" in err)
+    assert (tmp_path / "fleet.csv").read_text(encoding="utf-8") == fleet
+    assert main(["sweep", "d.astral", "--grid", "n=2,3", "--workers", "1",
+                 "-o", "rows.csv"]) == 0

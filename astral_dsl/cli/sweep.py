@@ -5,7 +5,7 @@ import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
                                    colour, plot_failure, plotted, print_diagnostics,
-                                   schema_first, usage)
+                                   schema_first, usage, written_over)
 
 NAME = "sweep"
 HELP = "evaluate a design over a grid of parameter values"
@@ -271,6 +271,9 @@ def _streamed(args, overrides, cluster, calibration) -> int:
         return _no_rows(args, exc.diagnostics, args.file)   # E213, E221, E216, E802
     if plan.fatal:                 # the file cannot be read or parsed: no point can mend it
         return _no_rows(args, plan.base.diagnostics, plan.file)
+    clobbers = written_over("-o", args.output, _read(plan, args.file))
+    if clobbers is not None:
+        return clobbers
     try:
         eng = engine(cluster, args.workers)
     except EngineError as exc:
@@ -302,6 +305,18 @@ def _streamed(args, overrides, cluster, calibration) -> int:
     if args.format == "human":
         _written(plan.file, stream.points, stream.valid, args.output)
     return EXIT_OK if stream.valid == stream.points else EXIT_ERRORS
+
+
+def _read(plan, file: str) -> list:
+    """The project's files the sweep reads (the bundle the points are evaluated from: the
+    design's modules, its inventories and climate files), which -o must not write over: -o is
+    opened before the first point, and `-o fleet.csv` emptied the inventory the design reads."""
+    from pathlib import Path
+
+    from astral_dsl.semantics.modules import project_root
+
+    root = project_root(Path(file))
+    return [str(root / rel) for rel, _ in plan.bundle.files]
 
 
 def _interrupted(args, stream, total: int) -> None:
