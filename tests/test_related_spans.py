@@ -217,4 +217,5 @@ def test_the_terminal_shows_the_first_related_spans_and_counts_the_others():
     assert text.endswith("\nnote: and 1,990 more related places, not shown (`--format json` "
                          "lists every one)")
     assert len(text.split("\n")) < 100
+    assert "\n 1 |   feeder f { }" in text      # the gutter of the lines shown (10), not 2000's
     assert len(diagnostic_json(d)["related"]) == 2000

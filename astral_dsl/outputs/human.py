@@ -23,7 +23,7 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
     out = [f"{c(_COLOURS[d.severity], f'{d.severity.value}[{d.code}]')}: "
            f"{c(_BOLD, printable(d.message))}"]
     span = d.span
-    gutter = max([len(str(s.end.line)) for s in [span] + [r.span for r in d.related]
+    gutter = max([len(str(s.end.line)) for s in [span] + [r.span for r in d.related[:MAX_RELATED]]
                   if s is not None] or [1])
     if span is None:
         if d.filename:
