@@ -224,3 +224,33 @@ def test_a_related_span_in_a_file_that_became_a_fifo_is_not_waited_on(tmp_path):
     (d,) = [d for d in out[0] if d.code == "E301"]
     (info,) = d.related_information
     assert (info.location.range.start.line, info.location.range.start.character) == (1, 12)
+
+
+def test_a_related_span_in_a_data_file_is_located_by_its_uri(tmp_path, monkeypatch):
+    """W231 stands at an inventory's row, a file of the design that is no module: shown on the
+    import line as before, its row is related information located by the file's URI; its
+    location's `uri` was the file's name relative to the working directory (`fleet.csv`,
+    no URI), labelled "in the imported file". A span whose file has no URI is a note."""
+    from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.positions import Lines
+    from astral_dsl.lsp.published import converted, placed, to_lsp
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "fleet.csv").write_text("name,serial\nh0,A1\nh1,B2\nh2,C3\n")
+    main = tmp_path / "d.astral"
+    text = ('host H { power = 1 kW, name = "h{host}" }\nrack R { hosts = 2 x H }\n'
+            'site S { racks = 1 x R, utilization = 75 % }\ninventory Fleet { file = "fleet.csv" }\n')
+    main.write_text(text)
+    a = analyse(main.as_uri(), main, text, 1)
+    (d,) = [d for d in converted(_Client(True), placed(a), text, main.as_uri())
+            if d.code == "W231"]
+    (info,) = d.related_information
+    assert info.location.uri == (tmp_path / "fleet.csv").as_uri()
+    assert (info.location.range.start.line, info.location.range.start.character) == (3, 0)
+    assert info.message == "where it stands, in that file"
+    odd = Diagnostic("W231", Severity.WARNING, "m", Span.at("d.astral", 1, 1),
+                     related=(Related(Span.at("gone.csv", 2, 1), "there"),))
+    shown = to_lsp(odd, Lines(text), None, True)
+    assert shown.related_information is None and shown.message == "m\nnote: there (gone.csv:2:1)"
