@@ -241,7 +241,8 @@ def test_a_related_span_in_a_data_file_is_located_by_its_uri(tmp_path, monkeypat
     (tmp_path / "fleet.csv").write_text("name,serial\nh0,A1\nh1,B2\nh2,C3\n")
     main = tmp_path / "d.astral"
     text = ('host H { power = 1 kW, name = "h{host}" }\nrack R { hosts = 2 x H }\n'
-            'site S { racks = 1 x R, utilization = 75 % }\ninventory Fleet { file = "fleet.csv" }\n')
+            'site S { racks = 1 x R, utilization = 75 % }\n'
+            'inventory Fleet { file = "fleet.csv" }\n')
     main.write_text(text)
     a = analyse(main.as_uri(), main, text, 1)
     (d,) = [d for d in converted(_Client(True), placed(a), text, main.as_uri())
