@@ -578,15 +578,17 @@ def test_namesakes_are_exported_apart(tmp_path):
     assert "device type Node of Acme Inc is exported as Node (2)" in proc.stdout
 
 
-CASES = """\
-gpu G { power = 700 W }
-host A { gpus = 8 x G, power = 10 kW, vendor = "NVIDIA" }
-host B { gpus = 4 x G, power = 5 kW, vendor = "Nvidia" }
-host C { gpus = 2 x G, power = 3 kW, vendor = " nvidia " }
-host D { gpus = 2 x G, power = 3 kW, vendor = "Acme" }
-rack R { hosts = [A, B, C, D], power_limit = 45 kW }
-site S { racks = 1 x R }
-"""
+def _vendors(*names: str) -> str:
+    """A design of one rack of hosts A, B, ..., each of a vendor of `names`."""
+    hosts = [chr(ord("A") + i) for i in range(len(names))]
+    return ("gpu G { power = 700 W }\n" + "".join(
+        f'host {h} {{ gpus = 2 x G, power = 3 kW, vendor = "{n}" }}\n'
+        for h, n in zip(hosts, names))
+        + f"rack R {{ hosts = [{', '.join(hosts)}], power_limit = 45 kW }}\n"
+          "site S { racks = 1 x R }\n")
+
+
+CASES = _vendors("NVIDIA", "Nvidia", " nvidia ", "Acme")
 
 
 def test_a_manufacturer_is_one_whatever_the_case_of_its_name(tmp_path):
@@ -604,16 +606,8 @@ def test_a_manufacturer_is_one_whatever_the_case_of_its_name(tmp_path):
     assert "manufacturer ` nvidia `, `Nvidia` is exported as `NVIDIA`" in proc.stdout
 
 
-FORMS = """\
-gpu G { power = 700 W }
-host A { gpus = 8 x G, power = 10 kW, vendor = "Soci\u00e9t\u00e9" }
-host B { gpus = 4 x G, power = 5 kW, vendor = "Socie\u0301te\u0301" }
-host C { gpus = 2 x G, power = 3 kW, vendor = "\uff2e\uff36\uff29\uff24\uff29\uff21" }
-host D { gpus = 2 x G, power = 3 kW, vendor = "NVIDIA" }
-host E { gpus = 2 x G, power = 3 kW, vendor = "   " }
-rack R { hosts = [A, B, C, D, E], power_limit = 45 kW }
-site S { racks = 1 x R }
-"""
+FORMS = _vendors("Soci\u00e9t\u00e9", "Socie\u0301te\u0301",
+                 "\uff2e\uff36\uff29\uff24\uff29\uff21", "NVIDIA", "   ")
 
 
 def test_a_manufacturer_is_one_whatever_the_unicode_form_of_its_name(tmp_path):
