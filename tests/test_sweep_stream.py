@@ -102,10 +102,10 @@ def test_an_interrupted_sweep_says_its_output_holds_the_first_rows_only(tmp_path
     assert code == 130
     assert rows.read_text(encoding="utf-8").count("\n") == done
     assert captured.out.count("\n") == (done if fmt else 0)
-    where = f"-o {rows} and standard output" if fmt else f"-o {rows}"
+    where = f"-o {rows} and standard output hold" if fmt else f"-o {rows} holds"
     assert captured.err.endswith(f"astral: sweep interrupted after {done:,} of 400 points: "
-                                 f"{where} hold(s) the rows of the first {done:,} only, not "
-                                 f"the whole sweep\n")
+                                 f"{where} the rows of the first {done:,} only, not the "
+                                 f"whole sweep\n")
 
 
 def test_an_output_that_is_a_file_the_design_reads_is_a_usage_error(tmp_path, capsys,

@@ -326,9 +326,11 @@ def _interrupted(args, stream, total: int) -> None:
     where = [f"-o {args.output}"] if args.output else []
     where += ["standard output"] if args.format == "jsonl" else []
     if where:
+        held = f"the rows of the first {stream.written:,} only" if stream.written else \
+            "no row (they waited for the cost column)" if stream.points else "no row"
         sys.stderr.write(f"astral: sweep interrupted after {stream.points:,} of {total:,} "
-                         f"points: {' and '.join(where)} hold(s) the rows of the first "
-                         f"{stream.written:,} only, not the whole sweep\n")
+                         f"points: {' and '.join(where)} hold{'s' * (len(where) == 1)} "
+                         f"{held}, not the whole sweep\n")
         sys.stderr.flush()
 
 
