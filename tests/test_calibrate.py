@@ -486,3 +486,26 @@ def test_rewrite_changes_the_marked_tables_alone():
     table = tables.markdown_accuracy(doc).replace("\n", "\r\n")
     assert new == f"# Fit\r\n\r\n{OPEN}\r\n{table}\r\n{CLOSE}\r\n" + example + "after\n"
     assert tables.rewrite(new, doc) == new
+
+
+def test_rewrite_leaves_markers_quoted_in_a_longer_fence_alone():
+    """A Markdown example of a fenced block (```` ```` ```` around a ```` ``` ```` one, as
+    CommonMark reads them) quoting the markers is text: the ```` ``` ```` line inside closed
+    the block, and the quoted marker was `accuracy` marked a second time (a usage error), or
+    with a pair, a table the rewrite replaced inside the example."""
+    from astral_dsl.outputs import calibration as tables
+
+    doc = shipped_document()
+    example = f"````markdown\n```\n{OPEN}\n```\n{CLOSE}\n````\n~~~\n```python\n{OPEN}\n~~~\n"
+    text = f"# Fit\n{OPEN}\nold\n{CLOSE}\n" + example
+    new = tables.rewrite(text, doc)
+    assert new == f"# Fit\n{OPEN}\n{tables.markdown_accuracy(doc)}\n{CLOSE}\n" + example
+
+
+def test_a_marker_error_names_the_line_an_editor_shows():
+    """Lines are counted at "\\n" alone: str.splitlines also split at U+2028 in a line of
+    prose, and the error named the line after the one it meant."""
+    from astral_dsl.outputs import calibration as tables
+
+    with pytest.raises(tables.MarkerError, match="^line 2: "):
+        tables.regions(f"prose\u2028more prose\n{OPEN}\nold\n")

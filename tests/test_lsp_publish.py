@@ -126,7 +126,7 @@ def test_a_diagnostic_a_stdlib_template_causes_has_the_stdlibs_line_as_related_i
     main.write_text(text)
     a = analyse(main.as_uri(), main, text, 1)
     found = placed(a)
-    (d,) = [d for d in converted(_Client(True), found, text) if d.code == "W626"]
+    (d,) = [d for d in converted(_Client(True), found, text, main.as_uri()) if d.code == "W626"]
     assert (d.range.start.line, d.range.start.character) == (2, text.split("\n")[2].index("NVL72"))
     (info,) = d.related_information
     hardware = resources.stdlib_dir() / "hardware.astral"
@@ -135,7 +135,7 @@ def test_a_diagnostic_a_stdlib_template_causes_has_the_stdlibs_line_as_related_i
     assert stdlib_lines[info.location.range.start.line].startswith("rack NVL72(")
     assert "note:" not in d.message
     # a client that does not show relatedInformation reads it in the message
-    (d,) = [d for d in converted(_Client(False), found, text) if d.code == "W626"]
+    (d,) = [d for d in converted(_Client(False), found, text, main.as_uri()) if d.code == "W626"]
     assert d.related_information is None
     line = info.location.range.start.line + 1
     assert d.message.endswith(f"\nnote: rack `NVL72` is declared here ({hardware}:{line}:1)")
@@ -153,9 +153,105 @@ def test_a_problem_in_an_imported_file_has_its_place_there_as_related_informatio
     text = "import deep { D }\nhost H { gpus = 8 x D }\nsite S { hosts = 1 x H }\n"
     main.write_text(text)
     a = analyse(main.as_uri(), main, text, 1)
-    (d,) = [d for d in converted(_Client(True), placed(a), text) if d.code == "E301"]
+    (d,) = [d for d in converted(_Client(True), placed(a), text, main.as_uri()) if d.code == "E301"]
     assert d.range.start.line == 0
     (info,) = d.related_information
     assert info.location.uri == (tmp_path / "deep.astral").as_uri()
     assert (info.location.range.start.line, info.location.range.start.character) == (1, 12)
     assert info.message == "where it stands, in the imported file"
+
+
+SCENARIO = """gpu G { power = 700 W }
+host H { gpus = 8 x G, power = 10 kW }
+rack R { hosts = 4 x H }
+row Row { let s = "\U0001f525\U0001f525\U0001f525", racks = 4 x R, feeder main { current = ac, voltage = 400 V, phases = 3, capacity = 500 kW, serves = racks } }
+site S { rows = 2 x Row }
+scenario outage {
+  required = true
+  fail S.rows[0].main
+}
+"""
+
+
+def test_a_related_span_in_the_document_itself_is_placed_in_its_own_text_untitled_too():
+    """E680's related span (the feeder it breaks, in the document being edited) is converted
+    with the document's own text: a document without a file (an editor's untitled buffer)
+    had its related range in code points (3:47), not in the UTF-16 units of its three emoji
+    before it (3:50) as its own range is."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.published import converted, placed
+
+    uri = "untitled:Untitled-1"
+    a = analyse(uri, None, SCENARIO, 1)
+    (d,) = [d for d in converted(_Client(True), placed(a), SCENARIO, uri) if d.code == "E680"]
+    (info,) = d.related_information
+    line = SCENARIO.split("\n")[3]
+    start = len(line[:line.index("main {")].encode("utf-16-le")) // 2
+    assert info.location.uri == uri
+    assert (info.location.range.start.line, info.location.range.start.character) == (3, start)
+    assert info.location.range.end.character == start + 4
+
+
+def test_a_related_span_in_a_file_that_became_a_fifo_is_not_waited_on(tmp_path):
+    """The related span's file is read as the compiler reads a source: a file replaced by a
+    FIFO (no writer) since the analysis is refused at once, its columns then read as code
+    points; path.read_text waited for a writer, the server's thread with it."""
+    import os
+    import threading
+
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.published import converted, placed
+
+    (tmp_path / "astral.toml").write_text("")
+    deep = tmp_path / "deep.astral"
+    deep.write_text("gpu D { power = 700 W }\nparam bad = 3 kW + 2 m\n")
+    main = tmp_path / "main.astral"
+    text = "import deep { D }\nhost H { gpus = 8 x D }\nsite S { hosts = 1 x H }\n"
+    main.write_text(text)
+    a = analyse(main.as_uri(), main, text, 1)
+    found = placed(a)
+    deep.unlink()
+    os.mkfifo(deep)
+    out = []
+    worker = threading.Thread(target=lambda: out.append(converted(_Client(True), found, text,
+                                                                  main.as_uri())), daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():           # let the reader go before failing
+        fd = os.open(deep, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+    assert out, "converted waited on the FIFO"
+    (d,) = [d for d in out[0] if d.code == "E301"]
+    (info,) = d.related_information
+    assert (info.location.range.start.line, info.location.range.start.character) == (1, 12)
+
+
+def test_a_related_span_in_a_data_file_is_located_by_its_uri(tmp_path, monkeypatch):
+    """W231 stands at an inventory's row, a file of the design that is no module: shown on the
+    import line as before, its row is related information located by the file's URI; its
+    location's `uri` was the file's name relative to the working directory (`fleet.csv`,
+    no URI), labelled "in the imported file". A span whose file has no URI is a note."""
+    from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.positions import Lines
+    from astral_dsl.lsp.published import converted, placed, to_lsp
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "fleet.csv").write_text("name,serial\nh0,A1\nh1,B2\nh2,C3\n")
+    main = tmp_path / "d.astral"
+    text = ('host H { power = 1 kW, name = "h{host}" }\nrack R { hosts = 2 x H }\n'
+            'site S { racks = 1 x R, utilization = 75 % }\n'
+            'inventory Fleet { file = "fleet.csv" }\n')
+    main.write_text(text)
+    a = analyse(main.as_uri(), main, text, 1)
+    (d,) = [d for d in converted(_Client(True), placed(a), text, main.as_uri())
+            if d.code == "W231"]
+    (info,) = d.related_information
+    assert info.location.uri == (tmp_path / "fleet.csv").as_uri()
+    assert (info.location.range.start.line, info.location.range.start.character) == (3, 0)
+    assert info.message == "where it stands, in that file"
+    odd = Diagnostic("W231", Severity.WARNING, "m", Span.at("d.astral", 1, 1),
+                     related=(Related(Span.at("gone.csv", 2, 1), "there"),))
+    shown = to_lsp(odd, Lines(text), None, True)
+    assert shown.related_information is None and shown.message == "m\nnote: there (gone.csv:2:1)"

@@ -176,6 +176,33 @@ def test_w626_racks_without_feeder():
     assert d.message.startswith("3 rack(s) (120 kW) have no feeder")
 
 
+ROWS_FED_APART = """
+gpu G { power = 700 W }
+host H { gpus = 8 x G, power = 10 kW }
+rack R { hosts = 4 x H }
+row Paired {
+  racks = 4 x R
+  feeder a { current = ac, voltage = 400 V, phases = 3, capacity = 500 kW, serves = racks, side = A }
+  feeder b { current = ac, voltage = 400 V, phases = 3, capacity = 500 kW, serves = racks, side = B }
+}
+row Shared {
+  racks = 2 x R
+  feeder m { current = ac, voltage = 400 V, phases = 3, capacity = 500 kW, serves = racks, count = 2 }
+}
+row Bare { racks = 3 x R }
+site S { rows = 2 x Paired, shared = Shared, utilization = 70 % }
+"""
+
+
+def test_w626_counts_racks_fed_by_no_side_beside_racks_fed_by_a_and_b():
+    """One rack template fed by an A/B pair in two rows and by `count = 2` feeders of no side
+    in a third: the rack's 8 replicas on each side and 2 on no side were counted as the larger
+    alone, and W626 said the 2 racks of the third row had no feeder."""
+    assert found(ROWS_FED_APART, "W626") == []
+    d = only(ROWS_FED_APART.replace("shared = Shared,", "shared = Shared, bare = Bare,"), "W626")
+    assert d.message.startswith("3 rack(s) (120 kW) have no feeder")
+
+
 def test_w627_no_utilization():
     d = only(COMPLETE.replace("  utilization = 75 %\n", ""), "W627")
     assert "site `S` declares no `utilization`" in d.message

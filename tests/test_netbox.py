@@ -578,15 +578,17 @@ def test_namesakes_are_exported_apart(tmp_path):
     assert "device type Node of Acme Inc is exported as Node (2)" in proc.stdout
 
 
-CASES = """\
-gpu G { power = 700 W }
-host A { gpus = 8 x G, power = 10 kW, vendor = "NVIDIA" }
-host B { gpus = 4 x G, power = 5 kW, vendor = "Nvidia" }
-host C { gpus = 2 x G, power = 3 kW, vendor = " nvidia " }
-host D { gpus = 2 x G, power = 3 kW, vendor = "Acme" }
-rack R { hosts = [A, B, C, D], power_limit = 45 kW }
-site S { racks = 1 x R }
-"""
+def _vendors(*names: str) -> str:
+    """A design of one rack of hosts A, B, ..., each of a vendor of `names`."""
+    hosts = [chr(ord("A") + i) for i in range(len(names))]
+    return ("gpu G { power = 700 W }\n" + "".join(
+        f'host {h} {{ gpus = 2 x G, power = 3 kW, vendor = "{n}" }}\n'
+        for h, n in zip(hosts, names))
+        + f"rack R {{ hosts = [{', '.join(hosts)}], power_limit = 45 kW }}\n"
+          "site S { racks = 1 x R }\n")
+
+
+CASES = _vendors("NVIDIA", "Nvidia", " nvidia ", "Acme")
 
 
 def test_a_manufacturer_is_one_whatever_the_case_of_its_name(tmp_path):
@@ -602,3 +604,24 @@ def test_a_manufacturer_is_one_whatever_the_case_of_its_name(tmp_path):
     assert {r["manufacturer"] for r in _rows(out / "devices.csv")} == {"Acme", "NVIDIA"}
     assert sorted(p.name for p in (out / "device-types").iterdir()) == ["acme", "nvidia"]
     assert "manufacturer ` nvidia `, `Nvidia` is exported as `NVIDIA`" in proc.stdout
+
+
+FORMS = _vendors("Soci\u00e9t\u00e9", "Socie\u0301te\u0301",
+                 "\uff2e\uff36\uff29\uff24\uff29\uff21", "NVIDIA", "   ")
+
+
+def test_a_manufacturer_is_one_whatever_the_unicode_form_of_its_name(tmp_path):
+    """`Société` composed and decomposed (NFC, NFD) and a full-width `ＮＶＩＤＩＡ` were
+    manufacturers of their own (two `Société` that look alike, slugs `soci-t`, `socie-te` and
+    `x`), and a vendor of spaces a manufacturer named `   ` (NetBox refuses a blank name):
+    one manufacturer per name in its compatibility form, slugs as NetBox's slugify makes
+    them (ASCII letters), and no vendor for the blank one."""
+    proc, out = _exported(tmp_path, FORMS)
+    wide = "\uff2e\uff36\uff29\uff24\uff29\uff21"       # as the design first writes it
+    assert [(r["name"], r["slug"]) for r in _rows(out / "manufacturers.csv")] == [
+        ("Soci\u00e9t\u00e9", "societe"), ("Unspecified", "unspecified"), (wide, "nvidia")]
+    assert sorted((r["manufacturer"], r["model"], r["slug"])
+                  for r in _rows(out / "device_types.csv")) == [
+        ("Soci\u00e9t\u00e9", "A", "societe-a"), ("Soci\u00e9t\u00e9", "B", "societe-b"),
+        ("Unspecified", "E", "unspecified-e"), (wide, "C", "nvidia-c"), (wide, "D", "nvidia-d")]
+    assert "manufacturer `NVIDIA` is exported as" in proc.stdout

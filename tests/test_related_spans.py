@@ -198,3 +198,24 @@ def test_the_review_page_lists_the_related_span_with_the_notes():
     page = diagnostic(Review(), d)
     assert "<li>note: n</li><li>note: rack `NVL72` is declared here " \
            "(stdlib/hardware.astral:498:1)</li>" in page
+
+
+def test_the_terminal_shows_the_first_related_spans_and_counts_the_others():
+    """E680 of a scenario that breaks 2,000 constraints has a related span each: the terminal
+    showed a snippet of each (12,000 lines under its 2,000 notes); now the first 10 and a line
+    that counts the others. JSON keeps them all."""
+    from astral_dsl.outputs.human import MAX_RELATED
+    from astral_dsl.outputs.jsonout import diagnostic_json
+
+    places = tuple(Related(Span.at("d.astral", n, 3, n, 7), "[E628] breaks here")
+                   for n in range(1, 2001))
+    d = Diagnostic("E680", Severity.ERROR, "required scenario `s` breaks 2000 constraint(s)",
+                   Span.at("d.astral", 1, 1), related=places)
+    text = render(d, lambda file, n: "  feeder f { }")
+    assert MAX_RELATED == 10
+    assert text.count("note: [E628] breaks here") == 10
+    assert text.endswith("\nnote: and 1,990 more related places, not shown (`--format json` "
+                         "lists every one)")
+    assert len(text.split("\n")) < 100
+    assert "\n 1 |   feeder f { }" in text      # the gutter of the lines shown (10), not 2000's
+    assert len(diagnostic_json(d)["related"]) == 2000

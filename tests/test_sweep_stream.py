@@ -75,3 +75,57 @@ def test_an_output_that_cannot_be_opened_is_a_usage_error(tmp_path, capsys):
     assert f"-o {tmp_path / 'no' / 'rows.csv'}: No such file or directory" in err
     assert "Traceback" not in err
     assert not os.path.exists(tmp_path / "no")
+
+
+@pytest.mark.parametrize("fmt", [[], ["--format", "jsonl"]])
+def test_an_interrupted_sweep_says_its_output_holds_the_first_rows_only(tmp_path, monkeypatch,
+                                                                        capsys, fmt):
+    """Ctrl-C in the middle of a sweep into -o (and --format jsonl): exit 130, as before, and
+    stderr says the rows written are the first points' only, how many of how many; the file
+    cut at a row read as a whole sweep's, and nothing said so."""
+    path = tmp_path / "lab.astral"
+    path.write_text(LAB, encoding="utf-8")
+    chunks = []
+
+    def chunk(bundle, points, options):
+        chunks.append(len(points))
+        if len(chunks) == sweep.ROUND + 2:          # in the second round of chunks
+            raise KeyboardInterrupt
+        return [{"valid": True, "metrics": {}, "diagnostics": []} for _ in points]
+
+    monkeypatch.setattr(sweep, "evaluate_points", chunk)
+    rows = tmp_path / "rows.jsonl"
+    code = main(["sweep", str(path), "--grid", "n=1..4", "--grid", "util=1%..100%:1%",
+                 "--workers", "1", "-o", str(rows), *fmt])
+    captured = capsys.readouterr()
+    done = sum(chunks[:sweep.ROUND])             # the first round's rows
+    assert code == 130
+    assert rows.read_text(encoding="utf-8").count("\n") == done
+    assert captured.out.count("\n") == (done if fmt else 0)
+    where = f"-o {rows} and standard output hold" if fmt else f"-o {rows} holds"
+    assert captured.err.endswith(f"astral: sweep interrupted after {done:,} of 400 points: "
+                                 f"{where} the rows of the first {done:,} only, not the "
+                                 f"whole sweep\n")
+
+
+def test_an_output_that_is_a_file_the_design_reads_is_a_usage_error(tmp_path, capsys,
+                                                                     monkeypatch):
+    """-o is opened before the first point: `-o fleet.csv` of a design whose inventory is
+    fleet.csv emptied it (the sweep wrote its rows there, the inventory gone); now a usage
+    error, as `astral report` refuses to write over a module, and the file is untouched."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "d.astral").write_text(
+        'param n = 2\nhost H { power = 1 kW, name = "h{host}" }\nrack R { hosts = n x H }\n'
+        'site S { racks = 1 x R, utilization = 75 % }\n'
+        'inventory Fleet { file = "fleet.csv" }\n', encoding="utf-8")
+    fleet = "name,serial\nh0,A1\nh1,B2\n"
+    (tmp_path / "fleet.csv").write_text(fleet, encoding="utf-8")
+    code = main(["sweep", "d.astral", "--grid", "n=2,3", "--workers", "1", "-o", "fleet.csv"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (f"-o fleet.csv is `{tmp_path / 'fleet.csv'}` (the same file) that this command "
+            "reads: writing it would destroy it" in err)
+    assert (tmp_path / "fleet.csv").read_text(encoding="utf-8") == fleet
+    assert main(["sweep", "d.astral", "--grid", "n=2,3", "--workers", "1",
+                 "-o", "rows.csv"]) == 0

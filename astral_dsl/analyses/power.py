@@ -190,7 +190,12 @@ def _unfed(design: Design, mult, served: Served, feeders, cache) -> List[Diagnos
     for replicas, rack in mult.values():
         if rack.kind != "rack":
             continue
-        covered = max(fed.get(id(rack), {}).values(), default=0.0)
+        # a feeder of no side feeds its racks whatever the side: with the feeders of each side
+        # (a rack template fed by side A in one row and by a feeder of no side in another,
+        # one instance: the larger of the two alone left the other row's racks unfed, W626)
+        sides = fed.get(id(rack), {})
+        either = sides.get(None, 0.0)
+        covered = max([n + either for side, n in sides.items() if side is not None] or [either])
         if covered < replicas - 1e-9:
             lost = replicas - covered
             missing += lost

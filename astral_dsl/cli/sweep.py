@@ -5,7 +5,7 @@ import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
                                    colour, plot_failure, plotted, print_diagnostics,
-                                   schema_first, usage)
+                                   schema_first, usage, written_over)
 
 NAME = "sweep"
 HELP = "evaluate a design over a grid of parameter values"
@@ -271,6 +271,9 @@ def _streamed(args, overrides, cluster, calibration) -> int:
         return _no_rows(args, exc.diagnostics, args.file)   # E213, E221, E216, E802
     if plan.fatal:                 # the file cannot be read or parsed: no point can mend it
         return _no_rows(args, plan.base.diagnostics, plan.file)
+    clobbers = written_over("-o", args.output, _read(plan, args.file))
+    if clobbers is not None:
+        return clobbers
     try:
         eng = engine(cluster, args.workers)
     except EngineError as exc:
@@ -280,10 +283,14 @@ def _streamed(args, overrides, cluster, calibration) -> int:
                     sys.stdout) as stream:
             update, stop = progress_bar(sys.stderr.isatty(), "sweep")
             try:
-                for row in sweep.evaluate(plan, eng, update):
-                    stream.add(row)
-            finally:
-                stop()
+                try:
+                    for row in sweep.evaluate(plan, eng, update):
+                        stream.add(row)
+                finally:
+                    stop()
+            except KeyboardInterrupt:       # Ctrl-C: exit 130, the rows written said partial
+                _interrupted(args, stream, plan.size)
+                raise
             if args.format != "json":       # the document holds them
                 for note in plan.notes:
                     sys.stderr.write(f"note: {note}\n")
@@ -298,6 +305,33 @@ def _streamed(args, overrides, cluster, calibration) -> int:
     if args.format == "human":
         _written(plan.file, stream.points, stream.valid, args.output)
     return EXIT_OK if stream.valid == stream.points else EXIT_ERRORS
+
+
+def _read(plan, file: str) -> list:
+    """The project's files the sweep reads (the bundle the points are evaluated from: the
+    design's modules, its inventories and climate files), which -o must not write over: -o is
+    opened before the first point, and `-o fleet.csv` emptied the inventory the design reads."""
+    from pathlib import Path
+
+    from astral_dsl.semantics.modules import project_root
+
+    root = project_root(Path(file))
+    return [str(root / rel) for rel, _ in plan.bundle.files]
+
+
+def _interrupted(args, stream, total: int) -> None:
+    """What a sweep Ctrl-C stopped leaves written, on stderr: -o's file and `--format jsonl`'s
+    output hold the rows of the first points only (a file cut at a row reads as a whole one;
+    `--format json` prints nothing without its end)."""
+    where = [f"-o {args.output}"] if args.output else []
+    where += ["standard output"] if args.format == "jsonl" else []
+    if where:
+        held = f"the rows of the first {stream.written:,} only" if stream.written else \
+            "no row (they waited for the cost column)" if stream.points else "no row"
+        sys.stderr.write(f"astral: sweep interrupted after {stream.points:,} of {total:,} "
+                         f"points: {' and '.join(where)} hold{'s' * (len(where) == 1)} "
+                         f"{held}, not the whole sweep\n")
+        sys.stderr.flush()
 
 
 def _written(file: str, points: int, valid: int, output: str) -> None:

@@ -352,7 +352,7 @@ class AstralServer(LanguageServer):
             return
         self.shown[a.uri] = (a.version, a.diagnostics)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=a.uri, diagnostics=converted(self, a.diagnostics, a.text), version=a.version))
+            uri=a.uri, diagnostics=converted(self, a.diagnostics, a.text, a.uri), version=a.version))
 
     def _checked(self, uri: str, version: int, text: str, found) -> None:
         """The worker's diagnostics of `version`, published at once (the server's own compile,
@@ -364,7 +364,7 @@ class AstralServer(LanguageServer):
             return
         self.shown[uri] = (version, found)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=uri, diagnostics=converted(self, found, text), version=version))
+            uri=uri, diagnostics=converted(self, found, text, uri), version=version))
 
     # -- other files, for references ---------------------------------------------------------------
     def project_analyses(self, a: Analysis) -> List[Analysis]:

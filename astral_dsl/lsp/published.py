@@ -6,8 +6,9 @@ relatedInformation, the stdlib's line of a template the user's line brings in); 
 diagnostic of an analysis that failed (E000), ran out of time (E407) or out of memory (E410)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import attrs
 from lsprotocol import types as lsp
@@ -31,10 +32,11 @@ def _place(d: Diagnostic, a) -> Diagnostic:
     if span is not None and span.file != a.entry.name:
         # a problem in an imported file: shown on the import that brings it in, where it
         # stands in that file its related location
+        where = "the imported file" if span.file in a.modules else "that file"   # a data file
         return attrs.evolve(d, span=_import_span(a, span.file),
                             message=f"{span.file}:{span.start.line}:{span.start.column}: "
                                     f"{d.message}",
-                            related=(Related(span, "where it stands, in the imported file"),) + d.related)
+                            related=(Related(span, f"where it stands, in {where}"),) + d.related)
     if span is None and d.filename not in (None, a.entry.name):
         return attrs.evolve(d, message=f"{d.filename}: {d.message}")
     return d
@@ -50,13 +52,22 @@ def _uris(d: Diagnostic, a) -> Diagnostic:
 
 
 def _uri(a, file: str) -> str:
+    """The URI of the file a span names: a module's, else a file of the design's that is no
+    module (an inventory's CSV, W231 at its row: named relative to the working directory, as
+    display_name names it; its relative name was the location's `uri`), else `file` as it
+    is (to_lsp then says it in the message)."""
+    from astral_dsl.lsp.project import path_uri
+
     module = a.modules.get(file)
     if module is not None and module.is_entry:
         return a.uri
     if module is not None and module.path is not None:
-        from astral_dsl.lsp.project import path_uri
-
         return path_uri(module.path)
+    try:
+        if module is None and Path(file).is_file():
+            return path_uri(Path(file))
+    except (OSError, ValueError):
+        pass
     return file
 
 
@@ -72,20 +83,23 @@ def to_lsp(d: Diagnostic, lines: Lines, lines_of: Optional[Callable] = None,
     if d.hint:
         message += f"\nhint: {d.hint}"
     info = None
-    if d.related and related:
+    # a location is a URI: a related span whose file has none is a note in the message
+    located = [r for r in d.related if related and _SCHEME.match(r.span.file)]
+    if located:
         info = [lsp.DiagnosticRelatedInformation(
             location=lsp.Location(uri=r.span.file,
                                   range=((lines_of and lines_of(r.span.file)) or _NONE)
                                   .range(r.span)),
-            message=r.message) for r in d.related]
-    elif d.related:
-        message += "".join(f"\nnote: {r.message} ({_shown(r.span)})" for r in d.related)
+            message=r.message) for r in located]
+    message += "".join(f"\nnote: {r.message} ({_shown(r.span)})" for r in d.related
+                       if r not in located)
     return lsp.Diagnostic(range=lines.range(d.span), severity=_SEVERITY[d.severity],
                           code=d.code, source="astral", message=message,
                           related_information=info)
 
 
 _NONE = Lines("")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")   # a URI's scheme (not a drive letter)
 
 
 def _shown(span) -> str:
@@ -96,25 +110,31 @@ def _shown(span) -> str:
     return f"{path if path is not None else span.file}:{span.start.line}:{span.start.column}"
 
 
-def converted(ls, found, text: str) -> list:
-    """The placed diagnostics `found` of a document of `text` as the LSP's, for the server
-    `ls`: their related spans (the stdlib's line of a template the user's line brings in) as
-    relatedInformation when the client said it takes it, else as notes in the message."""
+def converted(ls, found, text: str, uri: str) -> list:
+    """The placed diagnostics `found` of the document `uri` of `text` as the LSP's, for the
+    server `ls`: their related spans (the stdlib's line of a template the user's line brings
+    in) as relatedInformation when the client said it takes it, else as notes in the message.
+    A related span in the document itself is placed in `text` (an untitled buffer has no file
+    to read: its columns were code points, not the client's units); one in another file in
+    the editor's text of it, else in the file read as the compiler reads a source
+    (semantics/modules.py read_file: a FIFO or a device refused at once, not waited on)."""
     from astral_dsl.lsp.project import uri_path
+    from astral_dsl.semantics.modules import read_file
 
-    lines, others = ls.lines(text), {}
+    lines = ls.lines(text)
+    others: Dict[str, Optional[Lines]] = {uri: lines}
 
-    def lines_of(uri: str) -> Optional[Lines]:
-        if uri not in others:
-            path = uri_path(uri)
+    def lines_of(other_uri: str) -> Optional[Lines]:
+        if other_uri not in others:
+            path = uri_path(other_uri)
             other = ls.overlay(path) if path is not None else None
             if other is None and path is not None:
                 try:
-                    other = path.read_text(encoding="utf-8")
+                    other = read_file(path).decode("utf-8")
                 except (OSError, UnicodeError):
                     other = None
-            others[uri] = ls.lines(other) if other is not None else None
-        return others[uri]
+            others[other_uri] = ls.lines(other) if other is not None else None
+        return others[other_uri]
 
     caps = getattr(getattr(ls, "client_capabilities", None), "text_document", None)
     shown = getattr(getattr(caps, "publish_diagnostics", None), "related_information", None)

@@ -23,7 +23,7 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
     out = [f"{c(_COLOURS[d.severity], f'{d.severity.value}[{d.code}]')}: "
            f"{c(_BOLD, printable(d.message))}"]
     span = d.span
-    gutter = max([len(str(s.end.line)) for s in [span] + [r.span for r in d.related]
+    gutter = max([len(str(s.end.line)) for s in [span] + [r.span for r in d.related[:MAX_RELATED]]
                   if s is not None] or [1])
     if span is None:
         if d.filename:
@@ -37,15 +37,22 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
     if d.hint:
         out.append(f"{lead} {c(_BLUE, '=')} hint: {printable(d.hint)}")
     # a related span (the stdlib's line of a template the user's line brings in) as rustc's
-    # labelled note: its message, then its own snippet
-    for r in d.related:
+    # labelled note: its message, then its own snippet; the first MAX_RELATED of them
+    for r in d.related[:MAX_RELATED]:
         out.append(f"{c(_BOLD, 'note')}: {printable(r.message)}")
         out.extend(_snippet(r.span, line_of, gutter, lambda text: c(_BLUE, text),
                             lambda text: c(_BLUE, text)))
+    if len(d.related) > MAX_RELATED:
+        more = len(d.related) - MAX_RELATED
+        out.append(f"{c(_BOLD, 'note')}: and {more:,} more related place{'s' * (more > 1)}, "
+                   f"not shown (`--format json` lists every one)")
     return "\n".join(out)
 
 
 MAX_SHOWN = 120
+# related spans shown with their snippets: a scenario that breaks 2,000 constraints has a
+# related span each (E680), 12,000 lines of snippets under its 2,000 notes
+MAX_RELATED = 10
 
 
 def _snippet(span, line_of, gutter: int, blue, marked) -> list:

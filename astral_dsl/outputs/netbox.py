@@ -209,7 +209,8 @@ def _nic_ports(host, cache):
 
 def _type(inst, interfaces, suffix: str = "") -> DeviceType:
     vendor = inst.field("vendor")
-    manufacturer = vendor if isinstance(vendor, str) and vendor else UNSPECIFIED
+    # a vendor of spaces alone is none (NetBox refuses a blank name)
+    manufacturer = vendor if isinstance(vendor, str) and vendor.strip() else UNSPECIFIED
     source = inst.field("source")
     comments = f"astral template {inst.template}" + (f"; source: {source}"
                                                       if isinstance(source, str) else "")

@@ -18,14 +18,19 @@ note; they were two manufacturers (`nvidia`, `nvidia-2`), the devices of each un
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Dict, Iterable, List
 
 import attrs
 
 
 def slug(text: str) -> str:
-    """NetBox's slug: lower-case letters, digits, `-` and `_`."""
-    out = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")
+    """NetBox's slug: lower-case letters, digits, `-` and `_`; a letter with an accent or a
+    compatibility form its ASCII letter, as NetBox's own slugify (Django's: NFKD, the rest
+    dropped) makes it: `Société` is `societe` (it was `soci-t`, or `socie-te` written
+    decomposed), `ＮＶＩＤＩＡ` `nvidia` (it was `x`)."""
+    ascii_ = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    out = re.sub(r"[^a-z0-9_-]+", "-", ascii_.lower()).strip("-")
     return out[:100] or "x"
 
 
@@ -54,7 +59,7 @@ def slugs(names: Iterable[str]) -> Dict[str, str]:
 def same_maker(types: Dict[object, "DeviceType"], notes: List[str]
                ) -> Dict[object, "DeviceType"]:
     """`types` with the manufacturers whose names differ in case only (or in the spaces around
-    them) made one: the name the design's order gives first, said in `notes`."""
+    them, or in their Unicode form: _fold) made one: the name the design's order gives first, said in `notes`."""
     first: Dict[str, str] = {}
     renamed: Dict[str, set] = {}
     for t in types.values():
@@ -71,7 +76,9 @@ def same_maker(types: Dict[object, "DeviceType"], notes: List[str]
 
 
 def _fold(name: str) -> str:
-    return " ".join(name.split()).casefold()
+    """The name NetBox tells apart from no other: its compatibility form (NFKC: `Société`
+    composed or decomposed, `ＮＶＩＤＩＡ` as `NVIDIA`), its spaces collapsed, its case folded."""
+    return " ".join(unicodedata.normalize("NFKC", name).split()).casefold()
 
 
 def distinct(types: Dict[object, "DeviceType"], makers: Dict[str, str],

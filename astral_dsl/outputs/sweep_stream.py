@@ -37,6 +37,7 @@ class Stream:
         self.document = stdout if fmt == "json" else None
         self.columns: Optional[Sequence[str]] = None if plan.priceable else plan.columns(False)
         self.points = self.valid = 0
+        self.written = 0            # rows given to the outputs (not waiting in the spool)
         self._file = None
         if output:
             from astral_dsl.regularfile import output as opened
@@ -99,6 +100,7 @@ class Stream:
         scenario = self.scenario is not None
         for w in self.live:
             w.row(flat(row, self.names, self.columns, scenario, w.json))
+        self.written += 1
 
     def _header(self) -> List[str]:
         """The CSV's header for no row (a row's own keys are the same names)."""
