@@ -201,8 +201,14 @@ def test_w648_no_facility_pump_data():
     # the circuit's heat: 2 rows x 160 kW, 24 kW of switches, their fans and losses, all moved
     # by pumps whose power is not declared
     d = only(COMPLETE.replace("pump_head = 200 kPa, pump_efficiency = 75 % ", ""), "W648")
-    assert d.message.startswith("facility water `S.water` declares no `pump_head`, "
+    assert d.message.startswith("facility water `S.water` declares no `pump_head` and "
                                 "`pump_efficiency`: its pumps, which move ")
+    # the hint asks for what the circuit lacks, not for its `supply` and `rise` declared
+    assert d.hint == ("declare `pump_head` and `pump_efficiency` (what it lacks of `supply`, "
+                      "`rise`, `pump_head` and `pump_efficiency`)")
+    d = only(COMPLETE.replace("rise = 6 K, pump_head = 200 kPa, pump_efficiency = 75 % ", ""),
+             "W648")
+    assert d.hint.startswith("declare `rise`, `pump_head` and `pump_efficiency` (")
 
 
 def test_w644_no_auxiliary_power():
