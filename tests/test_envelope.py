@@ -318,6 +318,11 @@ def test_search_says_when_rank_1_may_not_fit(lab):
             "estimate alone)") in flat
     assert "may not" in text
     assert json.loads(search_out.jsonl(risky).splitlines()[0])["may_not_fit"] is True
+    # none with the margin: the option that ranks only those is named
+    none_safe = attrs.evolve(result, rows=[dict(r, may_not_fit=True) for r in risky.rows])
+    flat = " ".join(search_out.table(none_safe, width=200).split())
+    assert ("no ranked configuration has the margin to spare (`--sure-fit` ranks only those "
+            "that have it)") in flat
 
 
 def test_sweep_rows_carry_their_envelope(lab):

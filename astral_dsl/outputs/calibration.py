@@ -171,7 +171,31 @@ class MarkerError(ValueError):
 
 
 _MARKER = re.compile(r"<!-- (/?)calibration:(\S*) -->")
-_FENCE = re.compile(r" {0,3}(```|~~~)")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})([^\r\n]*)")
+
+
+def _fenced(line: str, fence: Optional[str]) -> tuple:
+    """(whether `line` is a fence line, the fence open after it), as CommonMark reads them: a
+    block opens at 3 or more backticks or tildes and closes at a line of the same character,
+    at least as many, and nothing else (a ```` ```python ```` or a ```` ``` ```` line inside a
+    ```` ```` ```` block is its text: a Markdown example of a fence, as a document quoting the
+    markers would give)."""
+    m = _FENCE.match(line)
+    if m is None or (m.group(1)[0] == "`" and "`" in m.group(2)):
+        return False, fence
+    if fence is None:
+        return True, m.group(1)
+    closes = m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and \
+        not m.group(2).strip()
+    return True, None if closes else fence
+
+
+def _lines(text: str) -> List[str]:
+    """`text`'s lines with their ends, at "\n" only: str.splitlines also splits at U+2028, a
+    form feed or a lone "\r", and the line numbers the errors give were then not the
+    editor's."""
+    *whole, last = text.split("\n")
+    return [ln + "\n" for ln in whole] + ([last] if last else [])
 
 
 def regions(markdown: str) -> List[tuple]:
@@ -183,10 +207,9 @@ def regions(markdown: str) -> List[tuple]:
     markers that do not pair (a missing closing marker took the rest of the file up to the
     next table's)."""
     out, open_, seen, fenced = [], None, {}, None
-    for i, line in enumerate(markdown.splitlines(keepends=True), 1):
-        fence = _FENCE.match(line)
+    for i, line in enumerate(_lines(markdown), 1):
+        fence, fenced = _fenced(line, fenced)
         if fence:
-            fenced = None if fenced == fence.group(1) else fenced or fence.group(1)
             continue
         m = _MARKER.fullmatch(line.rstrip("\r\n").strip())
         if fenced or not m:
@@ -221,7 +244,7 @@ def regions(markdown: str) -> List[tuple]:
 def rewrite(markdown: str, doc: dict) -> str:
     """`markdown` with every marked table generated from `doc` (module docstring), in the
     line ends of its opening marker; every other line as it was (MarkerError as regions)."""
-    lines = markdown.splitlines(keepends=True)
+    lines = _lines(markdown)
     for name, first, end in reversed(regions(markdown)):
         ending = lines[first - 1][len(lines[first - 1].rstrip("\r\n")):] or "\n"
         table = TABLES[name](doc)
