@@ -383,6 +383,11 @@ def test_w607_names_lower_power_when_the_lower_ends_modules_differ():
     text = text.replace("cages = 32, ", "")
     d = _only(_check(text), "W607")
     assert "256 modules" in d.message
+    # at the spine tier's medium, whose links' lower ends they are, as the note says
+    assert d.span.start.line == text.split("\n").index(
+        "  tier spine { switch = Sw, scope = row, down = 64 x 400 Gb/s, medium = Twin, "
+        "length = 40 m }") + 1
+    assert d.notes == ("tier `tor`: 256 x `Twin`, the lower ends of tier `spine`'s links",)
     assert d.hint == ("declare the module `lower_power` of `Twin` (its lower end's modules, not "
                       "its upper end's) from the transceiver's data sheet (or the tier's "
                       "`optics_power`)")

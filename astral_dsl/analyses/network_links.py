@@ -249,15 +249,15 @@ def _optics(tier_insts, tiers, layers, chosen, diags) -> List[float]:
         declared = tier.field("optics_power")
         sides = []
         if own is not None:
-            sides.append((own.upper_modules, own.upper_module_w, chosen[i], "power"))
+            sides.append((own.upper_modules, own.upper_module_w, chosen[i], "power", i))
         if above is not None:
             # the lower end's modules take `power` only where they are the upper end's
             m = chosen[i + 1]
             same = m.lower_ports == m.ports and m.lower_form_factor == m.form_factor
             sides.append((above.lower_modules, above.lower_module_w, m,
-                          "power" if same else "lower_power"))
+                          "power" if same else "lower_power", i + 1))
         if isinstance(declared, Quantity):
-            twice = [m for _, w, m, _ in sides if w and m.type != "dac"]
+            twice = [m for _, w, m, _, _ in sides if w and m.type != "dac"]
             if twice:
                 diags.append(_err("E612", f"tier `{tc.name}` declares `optics_power` and its "
                                           f"media {_names(twice)} declare the power of their "
@@ -268,16 +268,16 @@ def _optics(tier_insts, tiers, layers, chosen, diags) -> List[float]:
             out.append(declared.si * tc.switches)
             continue
         total = 0.0
-        for modules, w, m, field in sides:
+        for modules, w, m, field, j in sides:
             if w is None:
                 if modules:
-                    zero.append((i, tc, modules, m, field))
+                    zero.append((j, tc, modules, m, field))
             else:
                 total += modules * w
         out.append(total)
     if zero:
         count = sum(n for _, _, n, _, _ in zero)
-        first = tier_insts[zero[0][0]]
+        first = tier_insts[zero[0][0]]       # the tier whose medium it is
         media = sorted({(m.inst.path, field) for _, _, _, m, field in zero})
         said = ", ".join(f"`{f}` of `{m}`" + (" (its lower end's modules, not its upper end's)"
                                                if f == "lower_power" else "")
@@ -287,7 +287,9 @@ def _optics(tier_insts, tiers, layers, chosen, diags) -> List[float]:
                     f"are counted as 0 W", first.span_of("medium"),
             f"declare the module {said} from the transceiver's data sheet (or the tier's "
             f"`optics_power`)",
-            [f"tier `{tc.name}`: {n:,} x `{m.inst.path}`" for _, tc, n, m, _ in zero]))
+            [f"tier `{tc.name}`: {n:,} x `{m.inst.path}`" + (
+                "" if tiers[j] is tc else f", the lower ends of tier `{tiers[j].name}`'s links")
+             for j, tc, n, m, _ in zero]))
     return out
 
 
