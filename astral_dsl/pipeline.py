@@ -151,6 +151,12 @@ class Checked:
         """`astral check`'s verdict: no error (exit status 0)."""
         return not any(d.is_error for d in self.diagnostics)
 
+    @property
+    def valid_strict(self) -> bool:
+        """`astral check --strict`'s verdict: no error and no warning reported (those an
+        `allow` or the baseline accepts are apart, in `accepted`)."""
+        return not any(d.is_error or d.severity is Severity.WARNING for d in self.diagnostics)
+
     def accepts(self, d: Diagnostic) -> bool:
         """Whether the design's allows or the baseline accept `d` (a warning another step
         found, e.g. on a scenario's twin or in a forecast)."""

@@ -119,6 +119,22 @@ def test_check_valid_is_the_cli_verdict(path):
     assert astral_dsl.check(str(path)).valid == (proc.returncode == 0)
 
 
+def test_check_valid_strict_is_the_strict_cli_verdict(tmp_path):
+    # a design with warnings only: valid, not under --strict; an allow accepts its warning
+    text = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\nsite S { racks = 2 x R }\n"
+    path = tmp_path / "w.astral"
+    for body, strict_ok in ((text, False),
+                            (text.replace("site S {", "site S {\n  allow W627 \"lab\"\n"
+                                          "  allow W653 \"lab\"\n").replace(
+                                "rack R {", "rack R {\n  allow W626 \"lab\"\n"), True)):
+        path.write_text(body, encoding="utf-8")
+        assert astral("check", path, cwd=tmp_path).returncode == 0
+        proc = astral("check", "--strict", path, cwd=tmp_path)
+        checked = astral_dsl.check(path)
+        assert checked.valid and checked.valid_strict == strict_ok == (proc.returncode == 0), \
+            proc.stdout
+
+
 @pytest.mark.parametrize("text, code", [
     ("site S { }\njob j { model = Nope }\n", 1),                    # a job that does not resolve
     ("param p = 4 kW\nsite S { }\ncheck p < 1 kW else error \"too much\"\n", 1),

@@ -114,6 +114,23 @@ def test_memory_diagnostic_reports_the_estimate():
     assert any("weights" in n and "activations" in n for n in d.notes)
 
 
+def test_memory_hint_names_the_rule_a_job_that_states_no_recompute_does_not_get():
+    """A job that states no `recompute` recomputes nothing (Megatron-LM's default), not the
+    rule's choice: E757's hint names `recompute = auto` beside `full`; a job that already
+    recomputes whole layers (or leaves it to the rule, checked at full) is not told either."""
+    base = (BAD / "memory.astral").read_text(encoding="utf-8")
+    for stated, told in (("recompute = selective", True), ("recompute = none", True),
+                         ("recompute = full", False), ("recompute = auto", False)):
+        design = astral_dsl.loads(base.replace("recompute = selective", stated),
+                                  name="memory.astral")
+        d = next(d for d in validate_jobs(design) if d.code == "E757")
+        assert ("`recompute = auto`" in d.hint) == told, (stated, d.hint)
+        assert ("`recompute = full`" in d.hint) == told, (stated, d.hint)
+    unstated = astral_dsl.loads(base.replace(", recompute = selective", ""), name="memory.astral")
+    d = next(d for d in validate_jobs(unstated) if d.code == "E757")
+    assert "`recompute = auto`: the fastest that fits" in d.hint, d.hint
+
+
 @pytest.mark.parametrize("name,code", [(c[0], c[1]) for c in CASES[:3]])
 def test_cli_forecast_reports_bad_job(name, code):
     repo = HERE.parent

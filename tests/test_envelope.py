@@ -193,9 +193,19 @@ def test_w753_names_the_part_at_the_field_that_states_it():
     assert "astral calibrate" in w.hint and f"regime {REGIME}" in w.notes[0]
     # a calibration was given: the hint does not ask for one
     assert "--calibration" not in w.hint and "`mine.json` had no run of this kind" in w.hint
-    # the shipped fit has no H100/BF16 dense Megatron-LM run: its W753 asks for a fit
+    # the shipped fit has no H100/BF16 dense Megatron-LM run: its W753 asks for a fit, and
+    # names the regimes of those parts that were checked (the runs of other frameworks)
     (w,) = [d for d in seer.forecast(_design()).diagnostics if d.code == "W753"]
     assert w.hint.endswith("and forecast with `--calibration`")
+    shipped_bands = seer.calibration.shipped().bands
+    near = sorted(k for k in shipped_bands if k.startswith("H100/BF16/") and k.count("/") == 4)
+    assert "H100/BF16/flash/dense/torchtitan" in near and REGIME not in near
+    assert w.notes[1] == "calibrated with H100/BF16: " + ", ".join(near)
+    # a part no run had (the reference's H800s): no such list, the note of its regime alone
+    reference = astral_dsl.load(Path(__file__).resolve().parents[1] / "examples" /
+                                "astral.astral")
+    (w,) = [d for d in seer.forecast(reference).diagnostics if d.code == "W753"]
+    assert "no calibration run had gpu H800" in w.message and len(w.notes) == 1
     fc = seer.forecast(_design("fp8"), calibration=calibration(CHECKED))
     (w,) = [d for d in fc.diagnostics if d.code == "W753"]
     assert "never together (H100/FP8/flash/dense/megatron)" in w.message
@@ -318,6 +328,11 @@ def test_search_says_when_rank_1_may_not_fit(lab):
             "estimate alone)") in flat
     assert "may not" in text
     assert json.loads(search_out.jsonl(risky).splitlines()[0])["may_not_fit"] is True
+    # none with the margin: the option that ranks only those is named
+    none_safe = attrs.evolve(result, rows=[dict(r, may_not_fit=True) for r in risky.rows])
+    flat = " ".join(search_out.table(none_safe, width=200).split())
+    assert ("no ranked configuration has the margin to spare (`--sure-fit` ranks only those "
+            "that have it)") in flat
 
 
 def test_sweep_rows_carry_their_envelope(lab):

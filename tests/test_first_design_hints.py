@@ -45,6 +45,34 @@ def test_a_name_nothing_declares_keeps_the_general_hint(tmp_path):
     assert d.hint.startswith("nothing named `Nowhere42` is declared here or imported")
 
 
+def test_a_name_declared_in_another_body_says_where_and_why_it_is_not_seen(tmp_path):
+    # a hall's air unit naming the site's facility water: was "nothing named `fws` is declared
+    # here or imported: declare it (`let fws = ...`...)", though the file declares it
+    d = only(build("""
+        host H { power = 10 kW }
+        rack R { hosts = 4 x H }
+        hall Hall {
+          racks = 2 x R
+          air crah { supply = 25 degC, rise = 12 K, facility = fws }
+        }
+        site DC {
+          halls = 1 x Hall
+          facility fws { supply = 14 degC, rise = 6 K }
+        }
+        """, tmp_path), "E200")
+    assert d.hint == ("`fws` is the facility declared in `DC` (main.astral:9): a name declared "
+                      "in a body is seen only inside that body (docs/language.md, section 5.3); "
+                      "a loop's or air unit's `facility` left out draws on the circuit declared "
+                      "nearest above it")
+    # any other kind: name it from inside, or declare it at the top level
+    d = only(build("""
+        site S { gpu inner { power = 1 kW } }
+        let x = inner
+        """, tmp_path), "E200")
+    assert d.hint.endswith("(docs/language.md, section 5.3): name it from inside that body, or "
+                           "declare it at the top level")
+
+
 @pytest.mark.parametrize("expr, written", [("8 * G", "8 x G"), ("n * G", "n x G")])
 def test_star_for_replication_says_x(expr, written, tmp_path):
     d = only(build(f"""

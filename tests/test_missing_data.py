@@ -228,8 +228,14 @@ def test_w648_no_facility_pump_data():
     # the circuit's heat: 2 rows x 160 kW, 24 kW of switches, their fans and losses, all moved
     # by pumps whose power is not declared
     d = only(COMPLETE.replace("pump_head = 200 kPa, pump_efficiency = 75 % ", ""), "W648")
-    assert d.message.startswith("facility water `S.water` declares no `pump_head`, "
+    assert d.message.startswith("facility water `S.water` declares no `pump_head` and "
                                 "`pump_efficiency`: its pumps, which move ")
+    # the hint asks for what the circuit lacks, not for its `supply` and `rise` declared
+    assert d.hint == ("declare `pump_head` and `pump_efficiency` (what it lacks of `supply`, "
+                      "`rise`, `pump_head` and `pump_efficiency`)")
+    d = only(COMPLETE.replace("rise = 6 K, pump_head = 200 kPa, pump_efficiency = 75 % ", ""),
+             "W648")
+    assert d.hint.startswith("declare `rise`, `pump_head` and `pump_efficiency` (")
 
 
 def test_w644_no_auxiliary_power():
@@ -281,7 +287,14 @@ def test_w652_air_heat_with_no_air_unit():
     # 8 racks x 25 % x 40 kW = 80 kW
     assert d.message.startswith("80 kW of air heat (8 rack(s)")
     assert d.message.endswith("reach no air unit: that heat has no path out")
-    assert d.hint == "declare an air unit that serves them"      # not "a air unit"
+    # not "a air unit"; the site's network-only unit is what the racks' heat missed
+    assert d.hint == ("declare an air unit that serves them, or add `serves = racks` to "
+                      "`S.netroom`: with `network = true` and no `serves` it removes the "
+                      "switches' heat alone")
+    # without a network-only unit the hint names none
+    bare = "\n".join(line for line in COMPLETE.replace(f"  {ROOM}\n", "").splitlines()
+                     if not line.startswith("  air netroom"))
+    assert only(bare, "W652").hint == "declare an air unit that serves them"
 
 
 def test_w653_no_cooling_at_all_and_no_pue():

@@ -374,6 +374,29 @@ def test_w607_optics_without_power():
     assert "768 modules" in d.message
 
 
+def test_w607_names_lower_power_when_the_lower_ends_modules_differ():
+    # twin-port modules at the spines, single-port ones at the ToRs (`lower_ports = 1`): the
+    # medium's `power` is its upper end's, and the ToRs' 256 modules want `lower_power`
+    text = _two_tier(DAC_THEN_OPTICS, "2 m").replace(
+        "medium Twin = SR4_400G(form_factor = osfp, ports = 2, lower_ports = 2, power = 15 W)",
+        "medium Twin = SR4_400G(form_factor = osfp, ports = 2, lower_ports = 1, power = 15 W)")
+    text = text.replace("cages = 32, ", "")
+    d = _only(_check(text), "W607")
+    assert "256 modules" in d.message
+    # at the spine tier's medium, whose links' lower ends they are, as the note says
+    assert d.span.start.line == text.split("\n").index(
+        "  tier spine { switch = Sw, scope = row, down = 64 x 400 Gb/s, medium = Twin, "
+        "length = 40 m }") + 1
+    assert d.notes == ("tier `tor`: 256 x `Twin`, the lower ends of tier `spine`'s links",)
+    assert d.hint == ("declare the module `lower_power` of `Twin` (its lower end's modules, not "
+                      "its upper end's) from the transceiver's data sheet (or the tier's "
+                      "`optics_power`)")
+    # the same medium with no power at all: its upper end's `power` is what the spines want
+    d = _only(_check(text.replace(", power = 15 W)", ")")), "W607")
+    assert d.hint.startswith("declare the module `lower_power` of `Twin` (its lower end's "
+                             "modules, not its upper end's), `power` of `Twin` from")
+
+
 def test_w608_w609_on_a_design_without_media_or_lengths():
     bare = PARTS + """
 fabric F { tier leaf { switch = Sw, down = 32 x 400 Gb/s } }

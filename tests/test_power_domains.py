@@ -89,16 +89,16 @@ host H {{ power = 10 kW }}
 rack R {{ hosts = 4 x H }}
 site S {{
   racks = 4 x R
-  feeder a {{ current = dc, voltage = 240 V, capacity = 200 kW, rectifier = Rect, battery = Bat,
+  feeder a {{ current = dc, voltage = {bus}, capacity = 200 kW, rectifier = Rect, battery = Bat,
              serves = racks }}
-  feeder b {{ current = dc, voltage = 240 V, capacity = 200 kW, rectifier = Rect, battery = Bat,
+  feeder b {{ current = dc, voltage = {bus}, capacity = 200 kW, rectifier = Rect, battery = Bat,
              serves = racks }}
 }}
 """
 
 
-def _battery(chem="lead_acid", tf="1", rate="0.1", no_load="1 %"):
-    text = BATTERY_SITE.format(chem=chem, tf=tf, rate=rate, no_load=no_load)
+def _battery(chem="lead_acid", tf="1", rate="0.1", no_load="1 %", bus="240 V"):
+    text = BATTERY_SITE.format(chem=chem, tf=tf, rate=rate, no_load=no_load, bus=bus)
     return astral_dsl.check(astral_dsl.compiles(text, name="bat.astral"))
 
 
@@ -124,6 +124,27 @@ def test_a_recharge_faster_than_the_cells_take_warns_w633_once_per_battery():
         "battery `Bat` recharges at 2 C, faster than lithium-ion cells take (1 C): the rectifier "
         "modules of its feeders are sized for that recharge on top of the load"]
     assert _codes(_battery(rate="20"), "E316")
+
+
+def test_a_string_with_too_few_cells_for_its_bus_warns_w633_per_feeder():
+    # 120 lead-acid cells (a 240 V string) on an 800 V bus: 6.67 V a cell, which no cell is
+    # charged at; the current was sized at their 210 V end of discharge with nothing said
+    checked = _battery(bus="800 V")
+    ws = _codes(checked, "W633")
+    assert [w.message for w in ws] == [
+        f"battery `Bat` of `S.{f}` has 120 cells on its 800 V bus, 6.67 V a cell: more than "
+        f"lead-acid cells are charged at (2.4 V), and a string floats at its bus's voltage; its "
+        f"end of discharge (210 V) and the current and Ah sized at it are not the bus's"
+        for f in ("a", "b")]
+    # at the feeder's `battery`, where the design gives the string its cells
+    assert ws[0].span.start.line == 11 and "about 356 lead-acid cells" in ws[0].hint
+    # 288 V is 120 x 2.4 V, the top of 240 V HVDC's range: held; lithium-ion cells take 4.2 V
+    assert not _codes(_battery(bus="288 V"), "W633")
+    assert _codes(_battery(bus="289 V"), "W633")
+    assert not _codes(_battery(chem="lithium_ion", bus="500 V"), "W633")
+    (li, _) = _codes(_battery(chem="lithium_ion", bus="800 V"), "W633")
+    assert "lithium-ion cells are charged at (4.2 V)" in li.message
+    assert "float voltage (their data sheet)" in li.hint
 
 
 def test_a_temperature_factor_below_one_warns_w633_citing_ieee_485():

@@ -97,6 +97,24 @@ def test_w642_and_e644_of_a_bare_reardoor_stand_at_the_users_call():
                             _stdlib_line("cooling.astral", "max_rack_heat = rated"))]
 
 
+def test_what_the_stdlib_states_of_the_users_own_derived_part_stands_at_its_line():
+    # `transformer mv = Transformer(rating = 500 kVA)`: the user's part, made from a stdlib
+    # template; E634 stood at Transformer's `count = units` in stdlib/power.astral
+    text = RACKS.replace("  mv = Transformer(rating = 2500 kVA)",
+                         "  transformer mv = Transformer(rating = 100 kVA)")
+    (e,) = _found(text, "E634")
+    assert _primary(e) == ("d.astral",) + _at(text, "mv = Transformer")
+    assert _related(e) == [("the stdlib states `count` of `mv` here", "stdlib/power.astral",
+                            _stdlib_line("power.astral", "count = units"))]
+    # a value the user's line gives stays where it is written
+    two = text.replace("(rating = 100 kVA)", "(rating = 100 kVA, units = 2)")
+    (e,) = _found(two, "E634")
+    line, column = _at(two, "units = 2")
+    assert _primary(e) == ("d.astral", line, column + len("units = "))
+    assert _related(e) == [("`mv` reads it as `count`", "stdlib/power.astral",
+                            _stdlib_line("power.astral", "count = units"))]
+
+
 def test_a_scenarios_set_on_a_stdlib_instances_field_stands_at_the_set():
     # `set S.doors.max_rack_heat = 10 kW` breaks E644: it stood at RearDoor's
     # `max_rack_heat = rated` in stdlib/cooling.astral

@@ -218,6 +218,31 @@ def test_cdu_failure_and_hotter_supply():
     assert loop.supply_c == pytest.approx(45)
 
 
+WARM_WATER = """\
+host H { power = 10 kW, liquid_share = 0 % }
+rack R { hosts = 4 x H }
+site S {
+  racks = 4 x R
+  air room { supply = 25 degC, rise = 12 K, approach = 5 K }
+  facility water { supply = 14 degC, rise = 6 K, free_cooling = 3000 h, chiller_cop = 5 }
+}
+scenario warmer { set S.water.supply = 18 degC }
+scenario warmer_air { set S.room.supply = 27 degC }
+"""
+
+
+def test_a_warmer_circuit_with_declared_free_cooling_hours_says_they_stay():
+    # a what-if raising the facility water's supply moved the PUE by nothing, unsaid: its
+    # 3,000 free-cooling hours are declared, and no temperature moves them
+    _, out = outcomes(WARM_WATER)
+    assert out["warmer"].notes == (
+        "S.water.supply = 18 degC",
+        "S.water's 3,000 h of free cooling are declared: they stay as they are at its new "
+        "`supply` (set `free_cooling` too, or give the site a `climate` to derive them)")
+    assert out["warmer"].result.cooling.facility.circuits[0].free_h == 3000
+    assert out["warmer_air"].notes == ("S.room.supply = 27 degC",)   # not a circuit's supply
+
+
 def test_one_cdu_left_is_said_in_the_singular():
     """E643 under a scenario said "its 1 CDUs pass", E640 "its 1 CDUs left of 4 ... hold"."""
     text = COOLING.replace("cdu C { capacity = 100 kW }",

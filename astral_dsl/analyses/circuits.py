@@ -265,12 +265,14 @@ def size(circuit: Instance, replicas: int, draws: List[Draw], extra: Tuple[float
                                   ("pump_efficiency", eff)) if v is None or (not v and
                                                                             n != "supply")]
     if missing:
+        named = [f"`{m}`" for m in missing]
+        said = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
         diags.append(Diagnostic(
             "W648", Severity.WARNING,
-            f"facility water `{circuit.path}` declares no "
-            f"{', '.join(f'`{m}`' for m in missing)}: its pumps, which move "
+            f"facility water `{circuit.path}` declares no {said}: its pumps, which move "
             f"{readable.power(peak)} of heat, count as 0 W in the facility power and the PUE",
-            circuit.span, "declare `supply`, `rise`, `pump_head` and `pump_efficiency`"))
+            circuit.span, f"declare {said} (what it lacks of `supply`, `rise`, `pump_head` "
+                          f"and `pump_efficiency`)"))
     # the pumps' work ends up as heat in the water they move (friction in the pipes and coils,
     # the pump's own hydraulic losses), which the heat rejection and the chillers reject with
     # the load: ASHRAE Handbook, HVAC Systems and Equipment (2020), ch. 44, "Centrifugal Pumps"

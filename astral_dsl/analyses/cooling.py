@@ -276,11 +276,11 @@ def _water_class(facility: Instance, diags) -> None:
 def _heat_paths(design, mult, served: Served, loops, air, cache, diags) -> None:
     """W651 (W652): racks whose cold-plate (air) heat no loop (air unit) removes."""
     by_path = {i.path: i for _, i in mult.values()}
-    for code, units, heat_of, what, unit in (
-            ("W651", [lp for lp in loops if not _network_only(by_path.get(lp.path))],
-             lambda r: liquid_heat(r, cache), "cold-plate", "a loop"),
-            ("W652", [a for a in air if not _network_only(by_path.get(a.path))],
-             lambda r: power_of(r, cache).si - liquid_heat(r, cache), "air", "an air unit")):
+    for code, every, heat_of, what, unit in (
+            ("W651", loops, lambda r: liquid_heat(r, cache), "cold-plate", "a loop"),
+            ("W652", air, lambda r: power_of(r, cache).si - liquid_heat(r, cache), "air",
+             "an air unit")):
+        units = [u for u in every if not _network_only(by_path.get(u.path))]
         covered: Dict[int, float] = {}
         for u in units:
             inst = by_path.get(u.path)
@@ -302,10 +302,16 @@ def _heat_paths(design, mult, served: Served, loops, air, cache, diags) -> None:
         if missing:
             where = f"{readable.grouped(missing)} rack(s), e.g. `{example.path}`" \
                 if example.kind == "rack" else f"`{example.path}`"
+            # a unit with `network = true` and no `serves` cools the switches alone: say so
+            # where one was meant for the racks too
+            only = next((u.path for u in every if _network_only(by_path.get(u.path))), None)
             diags.append(_warn(code, f"{readable.power(watts)} of {what} heat "
                                      f"({where}) reach no {unit.split(' ', 1)[1]}: that heat "
                                      "has no path out",
-                               example.span, f"declare {unit} that serves them"))
+                               example.span, f"declare {unit} that serves them" + (
+                                   f", or add `serves = racks` to `{only}`: with `network = "
+                                   f"true` and no `serves` it removes the switches' heat alone"
+                                   if only else "")))
 
 
 def _network_only(inst: Optional[Instance]) -> bool:

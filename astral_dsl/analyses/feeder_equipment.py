@@ -94,6 +94,40 @@ def _charge_limit(bat: Instance, rate: float, diags) -> None:
                        f"Ah (at most {format_number(limit)} C, or the cells' data sheet's)"))
 
 
+# the most a cell of each chemistry is charged at, in V: lead-acid floats at 2.25-2.30 V a cell
+# and equalises at about 2.4 V (VRLA data sheets; 120 cells x 2.4 V = 288 V, the top of 240 V
+# HVDC's range, YD/T 2378-2011); lithium-ion cells stop charging at 4.2 V (NMC, NCA; LFP at
+# 3.65 V). A battery without `chemistry` is held to the larger.
+CHARGE_VOLTS = {"lead_acid": 2.4, "lithium_ion": 4.2}
+# the float voltage a lead-acid cell is kept at, for the hint's count of cells
+LEAD_ACID_FLOAT = 2.25
+
+
+def _float_limit(bat: Instance, f: Instance, bus: float, cells: int, end_v: float,
+                 diags) -> None:
+    """W633 when a DC bus runs above what the battery's cells can be charged at (its nominal
+    voltage over `cells`): a string floats at its bus's voltage, so too few cells (the 120 of a
+    240 V string on an 800 V bus) put the end of discharge, and the current and Ah sized at it,
+    far below the bus."""
+    chem = _sym(bat.field("chemistry"))
+    limit = CHARGE_VOLTS.get(chem, max(CHARGE_VOLTS.values()))
+    if bus <= cells * limit * (1 + 1e-9):
+        return
+    what = chem.replace("_", "-") if chem else "lithium-ion (no `chemistry` declared)"
+    count = (f"about {format_number(math.ceil(bus / LEAD_ACID_FLOAT))} lead-acid cells at a "
+             f"float of {format_number(LEAD_ACID_FLOAT)} V" if chem == "lead_acid" else
+             "the bus's voltage over the cells' float voltage (their data sheet)")
+    diags.append(_warn("W633", f"battery `{bat.path}` of `{f.path}` has {format_number(cells)} "
+                               f"cells on its {format_number(bus)} V bus, "
+                               f"{format_number(round(bus / cells, 2))} V a cell: more than "
+                               f"{what} cells are charged at ({format_number(limit)} V), and a "
+                               f"string floats at its bus's voltage; its end of discharge "
+                               f"({format_number(round(cells * end_v, 3))} V) and the current "
+                               f"and Ah sized at it are not the bus's",
+                       f.span_of("battery"),
+                       f"declare the `cells` of a string for this bus: {count}"))
+
+
 def _once(diags, d: Diagnostic) -> None:
     """A battery's own figure is said once, however many feeders it is on."""
     if d not in diags:
@@ -199,6 +233,8 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                           "`end_voltage` is per cell (lead-acid ends at 1.6-1.9 V a cell: "
                           "IEEE Std 485); check it and `cells` against the bus"))
         return None, None, None
+    if _sym(f.field("current")) == "dc" and bus:
+        _float_limit(bat, f, bus, int(cells), end_v, diags)
     assumed = [(name, value) for name, value in _FACTORS if _si(bat.field(name)) is None]
     if assumed:
         chem = _sym(bat.field("chemistry")) or "lead_acid"

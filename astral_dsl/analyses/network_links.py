@@ -249,11 +249,15 @@ def _optics(tier_insts, tiers, layers, chosen, diags) -> List[float]:
         declared = tier.field("optics_power")
         sides = []
         if own is not None:
-            sides.append((own.upper_modules, own.upper_module_w, chosen[i]))
+            sides.append((own.upper_modules, own.upper_module_w, chosen[i], "power", i))
         if above is not None:
-            sides.append((above.lower_modules, above.lower_module_w, chosen[i + 1]))
+            # the lower end's modules take `power` only where they are the upper end's
+            m = chosen[i + 1]
+            same = m.lower_ports == m.ports and m.lower_form_factor == m.form_factor
+            sides.append((above.lower_modules, above.lower_module_w, m,
+                          "power" if same else "lower_power", i + 1))
         if isinstance(declared, Quantity):
-            twice = [m for _, w, m in sides if w and m.type != "dac"]
+            twice = [m for _, w, m, _, _ in sides if w and m.type != "dac"]
             if twice:
                 diags.append(_err("E612", f"tier `{tc.name}` declares `optics_power` and its "
                                           f"media {_names(twice)} declare the power of their "
@@ -264,23 +268,28 @@ def _optics(tier_insts, tiers, layers, chosen, diags) -> List[float]:
             out.append(declared.si * tc.switches)
             continue
         total = 0.0
-        for modules, w, m in sides:
+        for modules, w, m, field, j in sides:
             if w is None:
                 if modules:
-                    zero.append((i, tc, modules, m))
+                    zero.append((j, tc, modules, m, field))
             else:
                 total += modules * w
         out.append(total)
     if zero:
-        count = sum(n for _, _, n, _ in zero)
-        first = tier_insts[zero[0][0]]
-        media = sorted({m.inst.path for _, _, _, m in zero})
+        count = sum(n for _, _, n, _, _ in zero)
+        first = tier_insts[zero[0][0]]       # the tier whose medium it is
+        media = sorted({(m.inst.path, field) for _, _, _, m, field in zero})
+        said = ", ".join(f"`{f}` of `{m}`" + (" (its lower end's modules, not its upper end's)"
+                                               if f == "lower_power" else "")
+                         for m, f in media)
         diags.append(_warn(
             "W607", f"optics power not declared: {count:,} modules on the network's switches "
                     f"are counted as 0 W", first.span_of("medium"),
-            f"declare the module `power` of {', '.join(f'`{m}`' for m in media)} from the "
-            f"transceiver's data sheet (or the tier's `optics_power`)",
-            [f"tier `{tc.name}`: {n:,} x `{m.inst.path}`" for _, tc, n, m in zero]))
+            f"declare the module {said} from the transceiver's data sheet (or the tier's "
+            f"`optics_power`)",
+            [f"tier `{tc.name}`: {n:,} x `{m.inst.path}`" + (
+                "" if tiers[j] is tc else f", the lower ends of tier `{tiers[j].name}`'s links")
+             for j, tc, n, m, _ in zero]))
     return out
 
 

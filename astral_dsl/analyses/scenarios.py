@@ -20,7 +20,7 @@ from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.values import (FabricLink, FabricSelection, Group, NicPort, port_label,
                                      show)
-from astral_dsl.units import readable
+from astral_dsl.units import Quantity, readable
 
 
 @records.frozen(slots=False)
@@ -109,9 +109,24 @@ def apply(design: Design, scenario: Instance) -> Applied:
             for inst, _ in found:
                 changed.append((inst.path, action.field, value))
             notes.append(f"{written}.{action.field} = {value}" + _how_many(count, kind))
+            notes.extend(_hours_kept(found, action.field))
             named.append(("set", written, kind, count, action.field, value))
     return Applied(design, frozenset(failed), tuple(sorted(cdus.items())), tuple(fabric),
                    tuple(notes), tuple(tiers), tuple(changed), tuple(named))
+
+
+def _hours_kept(found, field: str) -> List[str]:
+    """What a `set` of a facility-water circuit's `supply` leaves as it was: the free-cooling
+    hours it declares (without a site `climate`; with one they are E654), which no temperature
+    moves, so warmer water saves no chiller hour unless the scenario sets them too."""
+    out = []
+    for inst, _ in found:
+        hours = inst.field("free_cooling")
+        if inst.kind == "facility" and field == "supply" and isinstance(hours, Quantity):
+            out.append(f"{inst.path}'s {readable.grouped(hours.value_in('h'))} h of free "
+                       f"cooling are declared: they stay as they are at its new `supply` (set "
+                       f"`free_cooling` too, or give the site a `climate` to derive them)")
+    return out
 
 
 def settled(applied: Applied, fabrics) -> Applied:

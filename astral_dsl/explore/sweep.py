@@ -68,7 +68,19 @@ class SweepResult:
 
     @property
     def notes(self) -> List[str]:
-        return [g.note for g in self.grids if g.note]
+        forecast = FORECAST[0] in self.columns
+        return [g.note for g in self.grids if g.note] + job_note(self.base, forecast)
+
+
+def job_note(base, forecast: bool) -> List[str]:
+    """What a sweep without `--job` of a design that declares jobs leaves out: their forecast,
+    which `--job` adds to every point (`astral search` takes the first job unasked; a sweep
+    forecasts only the one it is given)."""
+    jobs = [j.template for j in getattr(base, "jobs", ())] if not forecast else []
+    if not jobs:
+        return []
+    return [f"the design declares job {', '.join(f'`{j}`' for j in jobs)}: `--job {jobs[0]}` "
+            f"forecasts it at every point (iteration time, tokens/s, MFU, memory per GPU)"]
 
 
 def front_end_fatal(design) -> bool:
@@ -101,7 +113,8 @@ class Plan:
 
     @property
     def notes(self) -> List[str]:
-        return [g.note for g in self.grids if g.note]
+        return [g.note for g in self.grids if g.note] + job_note(self.base,
+                                                                 self.options.forecast)
 
     def columns(self, cost: bool) -> Tuple[str, ...]:
         """The metric columns, in order: `cost` when some point is priced."""

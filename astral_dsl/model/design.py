@@ -143,6 +143,14 @@ class Instance:
                 return spans[k]
         return spans.get(name, self.span)
 
+    def acted_span(self, name: str) -> Optional[Span]:
+        """Where the user acts on field `name`: span_of's, but for a value the stdlib states
+        itself (`stated`) the user's line that brings the template in (`used_at`), else the
+        user's own part made from it (its declaration), as model/uses.py moves a diagnostic."""
+        if name in self.stated and (self.used_at or self.span) is not None:
+            return self.used_at or self.span
+        return self.span_of(name)
+
     @property
     def display(self) -> str:
         return self.path

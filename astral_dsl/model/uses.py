@@ -23,7 +23,7 @@ def noted(diagnostics: Iterable[Diagnostic], instances) -> Tuple[Diagnostic, ...
     reads: Dict[Span, Set[Tuple[str, str, Span]]] = {}
     brought: Dict[Span, Set[Tuple[Span, str]]] = {}
     for inst in instances:
-        if inst.uses or inst.used_at is not None:
+        if inst.uses or inst.used_at is not None or inst.stated:
             spans = dict(inst.field_spans)
             for name, use in inst.uses:
                 reads.setdefault(spans[name], set()).add((inst.template, name, use))
@@ -33,6 +33,14 @@ def noted(diagnostics: Iterable[Diagnostic], instances) -> Tuple[Diagnostic, ...
                         (inst.used_at, f"`{inst.template}` states `{name}` here"))
                 brought.setdefault(inst.span, set()).add(
                     (inst.used_at, f"{inst.kind} `{inst.template}` is declared here"))
+            elif inst.span is not None:
+                # the user's own part made from a stdlib template (`transformer mv =
+                # Transformer(rating = 500 kVA)`): what the stdlib states stands on its line
+                for name in inst.stated:
+                    if spans[name].file != inst.span.file:
+                        brought.setdefault(spans[name], set()).add(
+                            (inst.span, f"the stdlib states `{name}` of `{inst.template}` "
+                                        f"here"))
     if not reads and not brought:
         return tuple(diagnostics)
     out: List[Diagnostic] = []

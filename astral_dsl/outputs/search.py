@@ -218,7 +218,8 @@ def _trust(result) -> List[str]:
                        f"+/- {first['memory_uncertainty_gb']:.1f} GB{cap} (the estimate plus its "
                        f"uncertainty exceeds the GPU's memory; W750 tests the estimate alone); "
                        + (f"rank {safe} is the first with the margin to spare"
-                          if safe else "no ranked configuration has the margin to spare"))
+                          if safe else "no ranked configuration has the margin to spare "
+                          "(`--sure-fit` ranks only those that have it)"))
         out.append(f"  {len(risky)} of the {len(rows)} ranked may not fit (their estimate plus "
                    f"its uncertainty exceeds the GPU's memory): marked `may not` under `fits`")
     return out

@@ -205,6 +205,7 @@ def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
         what = "the calibration has no error bands (no run was left out of its fit and measured)"
     else:
         what = "each part was calibrated, but never together (" + regime_key(env.regime) + ")"
+    nearest = _nearest(env, calibration) if what.startswith("each part") else ""
     return [Diagnostic("W753", Severity.WARNING,
                        f"job `{job.template}`: the forecast is outside the calibrated envelope: "
                        f"{what}", span,
@@ -225,7 +226,20 @@ def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
                            "runs of this kind to its tables and fit it again with `astral "
                            "calibrate` (docs/runs.md)"),
                        notes=(f"regime {regime_key(env.regime)}; band {env.text()} (true time "
-                              f"against the forecast), basis: {env.basis}",))]
+                              f"against the forecast), basis: {env.basis}",)
+                       + ((nearest,) if nearest else ()))]
+
+
+def _nearest(env: Envelope, calibration) -> str:
+    """The calibrated regimes of the same GPU and precision as `env`'s (those whose runs the
+    fit measured a band on), in words: what a job of those parts was checked with."""
+    from astral_dsl.seer.calibration import shipped
+
+    bands = getattr(calibration if calibration is not None else shipped(), "bands", None) or {}
+    head = f"{env.regime['gpu']}/{env.regime['precision']}/"
+    keys = sorted(k for k in bands if k.startswith(head)
+                  and k.count("/") == len(REGIME_PARTS) - 1)
+    return ("calibrated with " + head[:-1] + ": " + ", ".join(keys)) if keys else ""
 
 
 def _span_of(job, field: str):

@@ -147,7 +147,9 @@ def _memory_hint(spec: JobSpec, host_bw: float) -> str:
     """What would shrink the estimate, leaving out what the job already does."""
     par, out = spec.parallel, []
     if spec.recompute != "full":
-        out.append("recompute activations (`recompute = full`)")
+        # `auto` is never left out: a job that states no `recompute` recomputes nothing
+        out.append("recompute activations (`recompute = full`, or `recompute = auto`: the "
+                   "fastest that fits, Seer's rule)")
     if not spec.offload_layers and offload_obstacle(spec, host_bw) is None:
         out.append("offload activations to host memory (`offload_layers = N`)")
     if par.zero == 0:

@@ -13,13 +13,37 @@ def unknown_key(span: Span) -> str:
     return f"{span.file}:{span.start.line}:{span.start.column}"
 
 
-def unknown_name(name: str, span: Span, visible, namespaces=None):
-    """E200 for a name nothing declares (the hint: unknown_name_hint); E222 for `if` or `not`,
-    which nothing can declare, read as a name (keywords.read_as_name)."""
+def unknown_name(name: str, span: Span, visible, namespaces=None, module=None):
+    """E200 for a name nothing declares (the hint: unknown_name_hint, or where a body of
+    `module`, a ModuleScope, declares it: nested_name_hint); E222 for `if` or `not`, which
+    nothing can declare, read as a name (keywords.read_as_name)."""
     keyword = read_as_name(name)
     if keyword is not None:
         fail("E222", keyword[0], span, keyword[1])
-    fail("E200", f"unknown name `{name}`", span, unknown_name_hint(name, visible, namespaces))
+    fail("E200", f"unknown name `{name}`", span,
+         nested_name_hint(name, module) or unknown_name_hint(name, visible, namespaces))
+
+
+def nested_name_hint(name: str, module) -> str | None:
+    """The hint of E200 for a name declared in the body of one of `module`'s declarations (a
+    site's `facility fws`, named from a hall's air unit): where it is, and that a body's names
+    are seen only inside it; None when no body declares it."""
+    from astral_dsl.syntax import ast
+
+    for symbol in (module.own.values() if module is not None else ()):
+        top = getattr(symbol, "decl", None)
+        if not isinstance(top, ast.Decl):
+            continue
+        for node in ast.walk(top):
+            if isinstance(node, ast.Decl) and node is not top and node.name.name == name:
+                where = f"{node.span.file}:{node.span.start.line}"
+                tail = ("; a loop's or air unit's `facility` left out draws on the circuit "
+                        "declared nearest above it" if node.kind.name == "facility" else
+                        ": name it from inside that body, or declare it at the top level")
+                return (f"`{name}` is the {node.kind.name} declared in `{top.name.name}` "
+                        f"({where}): a name declared in a body is seen only inside that body "
+                        f"(docs/language.md, section 5.3){tail}")
+    return None
 
 
 def unknown_name_hint(name: str, visible, namespaces=None) -> str:

@@ -228,7 +228,7 @@ class Expressions:
             raise Poisoned()               # its import failed: that is the diagnostic
         unknown_name(name, span, self.visible(env),
                      {a: s.scope.key for a, s in env.module.symbols.items()
-                      if isinstance(s, Namespace)})
+                      if isinstance(s, Namespace)}, env.module)
 
     def visible(self, env: Env):
         names = set(env.module.symbols)

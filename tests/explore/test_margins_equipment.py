@@ -136,3 +136,17 @@ def test_readable_voltage_is_to_the_hundredth_with_thousands_grouped():
 
     assert [readable.voltage(v) for v in (1.30977, 198.0, 1000.0, 0.004)] == \
         ["1.31 V", "198 V", "1,000 V", "0 V"]
+
+
+def test_a_limit_the_stdlib_states_for_the_users_part_is_located_at_the_users_line(tmp_path):
+    # `transformer mv = Transformer(...)` without `units`: its margin stood at
+    # stdlib/power.astral's `count = units`, the user's line nowhere; E634 stands at `mv`
+    text = textwrap.dedent(DESIGN).replace(
+        "  utilization = 100 %\n",
+        "  utilization = 100 %\n  transformer mv = Transformer(rating = 500 kVA)\n").replace(
+        "{ Rectifier, LeadAcid }", "{ Rectifier, LeadAcid, Transformer }")
+    path = tmp_path / "mv.astral"
+    path.write_text(text)
+    (m,) = [m for m in margins.analyse(str(path)).margins if m.limit.kind == "transformer"]
+    line = text.split("\n").index("  transformer mv = Transformer(rating = 500 kVA)") + 1
+    assert (m.limit.file, m.limit.line) == (str(path), line)

@@ -59,6 +59,21 @@ def test_rows_in_grid_order_equal_checking_each_point_alone(project):
     assert result.rows[2]["metrics"]["gpus"] == 4 * 4 * 2 * 8
 
 
+def test_a_sweep_without_job_of_a_design_with_jobs_names_job(project, capsys):
+    # `astral search` takes the first job unasked; a sweep forecast none, unsaid
+    result = _run(project, "hosts_per_rack=3,4")
+    note = ("the design declares job `train`: `--job train` forecasts it at every point "
+            "(iteration time, tokens/s, MFU, memory per GPU)")
+    assert result.notes == [note]
+    assert _run(project, "hosts_per_rack=3,4", job="train").notes == []
+    assert main(["sweep", str(project), "--grid", "hosts_per_rack=3,4", "--workers", "1",
+                 "--color", "never"]) in (0, 1)
+    assert f"note: {note}" in capsys.readouterr().err
+    assert main(["sweep", str(project), "--grid", "hosts_per_rack=3,4", "--workers", "1",
+                 "--format", "json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["notes"] == [note]
+
+
 def test_a_failing_point_is_a_row_with_its_diagnostics(project, monkeypatch):
     real = point._evaluate
 

@@ -26,7 +26,7 @@ def feeder_equipment(eng, design) -> List[Limit]:
             continue
         bat = resolve(f.field("battery"))
         if bat is not None and fr.battery_required_ah and fr.battery_available_ah is not None:
-            file, line, col = where_of(bat.span_of("strings") or f.span_of("battery"))
+            file, line, col = where_of(bat.acted_span("strings") or f.span_of("battery"))
             out.append(Limit(f"battery:{fr.path}", "battery",
                              f"battery capacity of feeder {fr.path} (IEEE 485, for its "
                              f"autonomy)", fr.battery_required_ah * 3600.0,
@@ -34,7 +34,7 @@ def feeder_equipment(eng, design) -> List[Limit]:
         rect = resolve(f.field("rectifier"))
         if rect is not None and fr.rectifier_modules_needed is not None and \
                 fr.rectifier_modules is not None:
-            file, line, col = where_of(rect.span_of("modules") or f.span_of("rectifier"))
+            file, line, col = where_of(rect.acted_span("modules") or f.span_of("rectifier"))
             out.append(Limit(f"rectifier:{fr.path}", "rectifier",
                              f"rectifier modules of feeder {fr.path} (needed <= installed)",
                              float(fr.rectifier_modules_needed), float(fr.rectifier_modules),

@@ -23,7 +23,7 @@ def air_per_rack(eng, design) -> List[Limit]:
         if a.rack_limit_w is None:
             continue
         inst = resolve.by_path.get(a.path)
-        file, line, col = where_of(inst.span_of("max_rack_heat") if inst is not None else None)
+        file, line, col = where_of(inst.acted_span("max_rack_heat") if inst is not None else None)
         out.append(Limit(f"air_rack:{a.path}", "air_rack",
                          f"heat to air of a rack under air unit {a.path} (its "
                          f"`max_rack_heat`)", a.max_rack_heat_w, a.rack_limit_w, "<=", "kW",

@@ -259,7 +259,7 @@ def _transformers(eng) -> List[Limit]:
     out = []
     for t in facility.transformers if facility is not None else ():
         left = units_left(t.count, t.redundancy)
-        file, line, col = where_of(t.inst.span_of("count") if t.inst is not None else None)
+        file, line, col = where_of(t.inst.acted_span("count") if t.inst is not None else None)
         note = None
         if t.power_factor != 1.0:
             note = (f"{readable.power(t.peak_load_w, 3)} at power factor "     # as E634
