@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON, Bundle, Group, ListValue, RangeValue, Symbol
+from astral_dsl.semantics.assumptions import default_assumed
 from astral_dsl.semantics.coerce import coerce, type_from_annotation
 from astral_dsl.semantics.collections import each_option
 from astral_dsl.semantics.errors import fail
@@ -93,6 +94,8 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
                  f"write `{template.name}({pname} = ...)`")
         params[pname] = it.annotated(p.type, value, vspan,
                                         f"argument `{pname}` of `{template.name}`")
+        if pname not in given:
+            default_assumed(it, template, p, caller, span, params[pname])
         if origins.get(pname) is not None:
             env.origins[pname] = origins[pname]
     return params, overrides, env.origins

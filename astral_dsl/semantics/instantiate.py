@@ -11,6 +11,7 @@ from astral_dsl.diagnostics import (Diagnostic, DiagnosticError, Severity, Span,
                                     excerpt)
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
+from astral_dsl.semantics.assumptions import param_assumed
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics import complete, fields
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
@@ -51,6 +52,7 @@ class Instantiator:
         self._module_busy: set = set()
         self.defaulting: set = set()      # parameter defaults being evaluated (arguments.bind)
         self._duplicates: set = set()     # spans of fields set twice in a block, said once
+        self.assumptions_said: set = set()    # (assumption, place): W216 said (assumptions.py)
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
@@ -165,6 +167,8 @@ class Instantiator:
                     raise
                 d = exc.diagnostic
                 fail("E310", f"--set {node.name.name}: {d.message}", span, d.hint)
+            if not overridden:
+                param_assumed(self, node, value)
         if self.trace is not None:
             self.trace.module_value(symbol, value)
         return value
@@ -347,6 +351,7 @@ class Instantiator:
                  (decl.params or decl.renamed)[0].span,
                  "declare it at the top of the file to make a template")
         frame = Frame(kind, spec, decl.name.name, decl.name.span, None, parent.depth + 1)
+        frame.used_at = used_at(env, decl.name.span)
         self.frames.append(frame)
         inner = Env(env.module, frame, {}, {}, env)
         if decl.base is not None:
@@ -363,6 +368,7 @@ class Instantiator:
                              "`battery = LeadAcid(autonomy = 10 min) { strings = 4 }`")
         spec = KINDS[template.kind]
         frame = Frame(template.kind, spec, template.name, stmt.value.span, None, parent.depth + 1)
+        frame.used_at = used_at(env, stmt.value.span)
         self.frames.append(frame)
         self._derive(frame, template, args, env, stmt.value.span, set())
         self.lay_body(frame, stmt.body, Env(env.module, frame, {}, {}, env))
