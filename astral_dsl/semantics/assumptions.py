@@ -53,6 +53,31 @@ def field_assumed(it, frame: Frame, name: str, d: FieldDef, value) -> None:
           f"`{name}` of {frame.kind} `{frame.name}` is assumed: {_shown(value)}", hint)
 
 
+def defaults_read(it, defaulted, frame: Frame) -> None:
+    """W216 for each assumed default of `defaulted` ((template, parameter, the caller's
+    environment, the call's span, the value), noted by semantics/arguments.bind) that `frame`,
+    the instance made with it, reads: a default whose field the instance sets otherwise (a
+    derived template's body, `host Node = HGX8(...) { liquid_share = 0 % }`) is not used."""
+    for template, p, caller, span, value in defaulted:
+        if _reads(frame, template, p.name.name):
+            default_assumed(it, template, p, caller, span, value)
+
+
+def _reads(frame: Frame, template, name: str) -> bool:
+    """Does a statement `template`'s body laid on `frame` (and not overridden since), a check
+    of it or its base's arguments name parameter `name`?"""
+    decl = template.decl
+    stmts = [d.stmt for d in frame.defs.values() if _laid_by(d.env, template)]
+    stmts += [c for c, env in frame.checks if _laid_by(env, template)]
+    stmts += [decl.base] if decl.base is not None else []
+    return any(isinstance(n, ast.Name) and n.name == name
+               for stmt in stmts if isinstance(stmt, ast.Node) for n in ast.walk(stmt))
+
+
+def _laid_by(env: Env, template) -> bool:
+    return _template(env) is template
+
+
 def default_assumed(it, template, p: ast.ParamDef, caller: Env, span: Span, value) -> None:
     """W216 for parameter `p` of `template`, which a call at `span` in `caller` left to its
     default, when that default is an assumption."""

@@ -11,7 +11,7 @@ from astral_dsl.diagnostics import (Diagnostic, DiagnosticError, Severity, Span,
                                     excerpt)
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
-from astral_dsl.semantics.assumptions import param_assumed
+from astral_dsl.semantics.assumptions import defaults_read, param_assumed
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics import complete, fields
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
@@ -53,6 +53,7 @@ class Instantiator:
         self.defaulting: set = set()      # parameter defaults being evaluated (arguments.bind)
         self._duplicates: set = set()     # spans of fields set twice in a block, said once
         self.assumptions_said: set = set()    # (assumption, place): W216 said (assumptions.py)
+        self.defaulted: list = []    # assumed defaults bound, until their instance is made
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
@@ -190,7 +191,18 @@ class Instantiator:
     # -- templates ---------------------------------------------------------------------------------------
     def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span,
                     used_in: Optional[Env] = None):
-        params, overrides, origins = bind(self, template, args, caller, span)
+        """`template(args)`: its instance for those arguments, made once (the memo)."""
+        mark = len(self.defaulted)
+        try:
+            frame = self._instance(template, args, caller, span, used_in)
+            defaults_read(self, self.defaulted[mark:], frame)
+        finally:
+            del self.defaulted[mark:]
+        return frame
+
+    def _instance(self, template: Template, args: List[ast.Arg], caller: Env, span: Span,
+                  used_in: Optional[Env]):
+        params, overrides, origins = bind(self, template, args, caller, span, used_in)
         key = (id(template), memo_key(params),
                memo_key({n: (unknown_key(v.arg.value.span) if isinstance(v, Deferred) else v)
                      for n, (v, _, _) in overrides.items()}))
@@ -354,10 +366,15 @@ class Instantiator:
         frame.used_at = used_at(env, decl.name.span)
         self.frames.append(frame)
         inner = Env(env.module, frame, {}, {}, env)
-        if decl.base is not None:
-            base, base_args = self._base(decl, env)
-            self._derive(frame, base, base_args, env, decl.base.span, set())
-        self.lay_body(frame, decl.body or (), inner)
+        mark = len(self.defaulted)
+        try:
+            if decl.base is not None:
+                base, base_args = self._base(decl, env)
+                self._derive(frame, base, base_args, env, decl.base.span, set())
+            self.lay_body(frame, decl.body or (), inner)
+            defaults_read(self, self.defaulted[mark:], frame)
+        finally:
+            del self.defaulted[mark:]
         return frame
 
     def derived_value(self, parent: Frame, stmt: ast.Field, env: Env) -> Frame:
@@ -370,8 +387,13 @@ class Instantiator:
         frame = Frame(template.kind, spec, template.name, stmt.value.span, None, parent.depth + 1)
         frame.used_at = used_at(env, stmt.value.span)
         self.frames.append(frame)
-        self._derive(frame, template, args, env, stmt.value.span, set())
-        self.lay_body(frame, stmt.body, Env(env.module, frame, {}, {}, env))
+        mark = len(self.defaulted)
+        try:
+            self._derive(frame, template, args, env, stmt.value.span, set())
+            self.lay_body(frame, stmt.body, Env(env.module, frame, {}, {}, env))
+            defaults_read(self, self.defaulted[mark:], frame)
+        finally:
+            del self.defaulted[mark:]
         return frame
 
 
