@@ -18,86 +18,125 @@ from __future__ import annotations
 from typing import List, Optional
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
-from astral_dsl.model.values import Group, show
-from astral_dsl.semantics.frames import Env, FieldDef, Frame, used_at
+from astral_dsl.model.values import POISON, Group, show
+from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_of
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, format_number
 
 CODE = "W216"
 
 
-def field_assumed(it, frame: Frame, name: str, d: FieldDef, value) -> None:
-    """W216 for field `name` of `frame`, just evaluated to `value`, when its statement is an
-    assumption."""
-    stmt = d.stmt
-    if not isinstance(stmt, ast.Field) or stmt.assumed is None or it.lenient:
-        return
-    user = not d.env.module.is_stdlib
-    at = stmt.value.span if user else _brought_in(frame)
-    template = _template(d.env)
-    if user or template is None:
-        hint = "replace it with the value from its source"
-    elif template.kind != frame.kind:        # a record or a part declared in its body
-        hint = f"state the value from its source in a {template.kind} of your own based on " \
-               f"`{template.name}`"
+def asked(it, frame: Frame, env: Env, span: Span) -> None:
+    """Note that `env` asks for `frame` at `span`: a place in the user's files, or (a stdlib
+    template's body) the instance whose body it is, which the user's files bring in."""
+    if not env.module.is_stdlib:
+        asker = span
     else:
-        owner = template.name
-        hint = f"state the value from the data sheet: in a part of your own based on " \
-               f"`{owner}` (`{frame.kind} My{owner} = {owner} {{ {name} = ... }}`)"
-        outer = _template(frame.asked_in) if frame.asked_in is not None else None
-        if outer is not None and outer.module.is_stdlib and frame.template is template:
-            hint += f", used in place of the stdlib's `{outer.name}` that asks for `{owner}`"
-        else:
-            hint += f", or as an argument (`{owner}({name} = ...)`)"
-    _warn(it, stmt.assumed, at or stmt.value.span,
-          f"`{name}` of {frame.kind} `{frame.name}` is assumed: {_shown(value)}", hint)
+        asker = frame_of(env)
+        if asker is None:
+            return
+    seen = it.asked.setdefault(id(frame), [])
+    if not any(a is asker or a == asker for a in seen):
+        seen.append(asker)
 
 
 def defaults_read(it, defaulted, frame: Frame) -> None:
-    """W216 for each assumed default of `defaulted` ((template, parameter, the caller's
+    """Keep each assumed default of `defaulted` ((template, parameter, the caller's
     environment, the call's span, the value), noted by semantics/arguments.bind) that `frame`,
     the instance made with it, reads: a default whose field the instance sets otherwise (a
     derived template's body, `host Node = HGX8(...) { liquid_share = 0 % }`) is not used."""
-    for template, p, caller, span, value in defaulted:
-        if _reads(frame, template, p.name.name):
-            default_assumed(it, template, p, caller, span, value)
+    for entry in defaulted:
+        if _reads(frame, entry[0], entry[1].name.name):
+            it.assumed_defaults.append(entry)
 
 
 def _reads(frame: Frame, template, name: str) -> bool:
     """Does a statement `template`'s body laid on `frame` (and not overridden since), a check
     of it or its base's arguments name parameter `name`?"""
     decl = template.decl
-    stmts = [d.stmt for d in frame.defs.values() if _laid_by(d.env, template)]
-    stmts += [c for c, env in frame.checks if _laid_by(env, template)]
+    stmts = [d.stmt for d in frame.defs.values() if _template(d.env) is template]
+    stmts += [c for c, env in frame.checks if _template(env) is template]
     stmts += [decl.base] if decl.base is not None else []
     return any(isinstance(n, ast.Name) and n.name == name
                for stmt in stmts if isinstance(stmt, ast.Node) for n in ast.walk(stmt))
 
 
-def _laid_by(env: Env, template) -> bool:
-    return _template(env) is template
+def report(it) -> None:
+    """W216 for every assumed value that the frames of `it` hold (an evaluated field) or read
+    (a parameter's default), at each place of the user's files that brings it in."""
+    for frame in it.frames:
+        for name, d in frame.defs.items():
+            stmt = d.stmt
+            if isinstance(stmt, ast.Field) and stmt.assumed is not None and \
+                    frame.values.get(name, POISON) is not POISON:
+                user = not d.env.module.is_stdlib
+                message = f"`{name}` of {frame.kind} `{frame.name}` is assumed: " \
+                          f"{_shown(frame.values[name])}"
+                hint = _field_hint(frame, name, d, user)
+                for at in ([stmt.value.span] if user else _sites(it, frame, set())):
+                    _warn(it, stmt.assumed, stmt.value.span, at, message, hint)
+    for template, p, caller, span, value in it.assumed_defaults:
+        pname = p.name.name
+        message = f"parameter `{pname}` of {template.kind} `{template.name}` takes its " \
+                  f"assumed default: {_shown(value)}"
+        hint = f"pass the value from the data sheet: `{template.name}({pname} = ...)`"
+        for at in _default_sites(it, template, p, caller, span):
+            _warn(it, p.assumed, p.default.span, at, message, hint)
 
 
-def default_assumed(it, template, p: ast.ParamDef, caller: Env, span: Span, value) -> None:
-    """W216 for parameter `p` of `template`, which a call at `span` in `caller` left to its
-    default, when that default is an assumption."""
-    if p.assumed is None or it.lenient:
-        return
-    user = not template.module.is_stdlib
-    at = p.default.span if user else used_at(caller, span)
-    pname = p.name.name
-    _warn(it, p.assumed, at or p.default.span,
-          f"parameter `{pname}` of {template.kind} `{template.name}` takes its assumed default: "
-          f"{_shown(value)}", f"pass the value from the data sheet: `{template.name}({pname} = "
-                              f"...)`")
+def _field_hint(frame: Frame, name: str, d: FieldDef, user: bool) -> str:
+    template = _template(d.env)
+    if user or template is None:
+        return "replace it with the value from its source"
+    if template.kind != frame.kind:        # a record or a part declared in its body
+        return f"state the value from its source in a {template.kind} of your own based on " \
+               f"`{template.name}`"
+    owner = template.name
+    hint = f"state the value from the data sheet: in a part of your own based on `{owner}` " \
+           f"(`{frame.kind} My{owner} = {owner} {{ {name} = ... }}`)"
+    outer = _template(frame.asked_in) if frame.asked_in is not None else None
+    if outer is not None and outer.module.is_stdlib and frame.template is template:
+        return hint + f", used in place of the stdlib's `{outer.name}` that asks for `{owner}`"
+    return hint + f", or as an argument (`{owner}({name} = ...)`)"
+
+
+def _default_sites(it, template, p: ast.ParamDef, caller: Env, span: Span) -> List[Span]:
+    """Where the user's files bring in a default of `template` bound for a call at `span` in
+    `caller`: the default itself when the user's files state it."""
+    if not template.module.is_stdlib:
+        return [p.default.span]
+    if not caller.module.is_stdlib:
+        return [span]
+    parent = frame_of(caller)
+    return (_sites(it, parent, set()) if parent is not None else []) or [p.default.span]
+
+
+def _sites(it, frame: Frame, seen: set) -> List[Span]:
+    """The places of the user's files that bring `frame` in, in the order they asked for it:
+    the user's declaration of its template (`rack R = DGX_H100_Rack`: the user's line that
+    takes the stdlib's values), else each place the user's files ask for it, and those of the
+    instances whose stdlib bodies ask for it (NVL72's for its switch trays); its first place
+    when none was noted (a copy isolated for a scenario)."""
+    if id(frame) in seen:
+        return []
+    seen.add(id(frame))
+    template = frame.template
+    if template is not None and not template.module.is_stdlib:
+        return [frame.span]
+    out: List[Span] = []
+    for asker in it.asked.get(id(frame), ()):
+        for at in ([asker] if isinstance(asker, Span) else _sites(it, asker, seen)):
+            if at not in out:
+                out.append(at)
+    return out or ([frame.used_at] if frame.used_at is not None else [])
 
 
 def param_assumed(it, node: ast.Param, value) -> None:
     """W216 for a module's `param` left to its default, when that is an assumption."""
-    if node.assumed is None or it.lenient:
+    if node.assumed is None:
         return
     name = node.name.name
-    _warn(it, node.assumed, node.default.span,
+    _warn(it, node.assumed, node.default.span, node.default.span,
           f"parameter `{name}` is assumed: {_shown(value)}",
           f"state it from a source (or set it: `--set {name}=...`)")
 
@@ -112,8 +151,11 @@ def unsaid(tree: ast.Module, diagnostics: List[Diagnostic]) -> None:
                 'say why the value is assumed, e.g. `assumed "no data sheet gives it"`'))
 
 
-def _warn(it, assumption: ast.Assumption, at: Span, message: str, hint: str) -> None:
-    """The warning at `at`, once per assumption and place."""
+def _warn(it, assumption: ast.Assumption, where: Span, at: Span, message: str,
+          hint: str) -> None:
+    """The warning at `at` about the value stated at `where`, once per assumption and place
+    (`where` itself when no place of the user's files is known)."""
+    at = at or where
     if assumption.reason is None or not assumption.reason.value.strip():
         return                         # E223 says so
     key = (assumption.span, at)
@@ -121,7 +163,6 @@ def _warn(it, assumption: ast.Assumption, at: Span, message: str, hint: str) -> 
     if key in said:
         return
     said.add(key)
-    where = assumption.span
     notes = () if at.file == where.file and at.start.line == where.start.line else (
         f"assumed at {where.file}:{where.start.line}:{where.start.column}",)
     it.diagnostics.append(Diagnostic(CODE, Severity.WARNING,
@@ -135,17 +176,6 @@ def _template(env: Env):
     while env is not None and env.template is None:
         env = env.outer
     return env.template if env is not None else None
-
-
-def _brought_in(frame: Frame) -> Optional[Span]:
-    """The first place in the user's files that brings `frame` in: the user's declaration of
-    its template (`rack R = DGX_H100_Rack`), else where the user's files ask for the stdlib's
-    template (or for the stdlib template whose body asks for it); None: nowhere (the stdlib
-    asked for it for itself)."""
-    template = frame.template
-    if template is not None and not template.module.is_stdlib:
-        return frame.span
-    return frame.used_at
 
 
 def _shown(value) -> str:

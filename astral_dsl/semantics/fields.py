@@ -9,11 +9,11 @@ from astral_dsl.diagnostics import DiagnosticError, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS, EnumType, ListType, StrType
 from astral_dsl.model.values import (POISON, Group, ListValue, Symbol, UnknownValue, show,
                                       type_name)
-from astral_dsl.semantics.assumptions import field_assumed
+from astral_dsl.semantics.assumptions import asked
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.collections import each_option, inclusive_range, unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, in_instance, unknown_key
-from astral_dsl.semantics.frames import Env, FieldDef, Frame, used_at
+from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
 from astral_dsl.semantics.errors import check as _poison_check
 from astral_dsl.semantics.isolate import route_of
@@ -72,8 +72,6 @@ def field(it, frame: Frame, name: str, span: Span | None = None):
     finally:
         frame.busy[name] = False
     frame.values[name] = value
-    if value is not POISON:
-        field_assumed(it, frame, name, frame.defs[name], value)
     if name in WRITTEN.get(frame.kind, ()) and value is not POISON:
         frame.routes[name] = _written(it, frame.defs[name])
     return _poison_check(value)
@@ -113,7 +111,7 @@ def _field(it, frame: Frame, name: str):
                   if name in spec.nested else None))
         rkind = KINDS[spec.records[name]]
         rec = Frame(rkind.name, rkind, name, stmt.span, None, frame.depth + 1)
-        rec.used_at = used_at(d.env, stmt.span)
+        asked(it, rec, d.env, stmt.span)
         it.frames.append(rec)
         it.lay_body(rec, stmt.body, Env(d.env.module, rec, {}, {}, d.env))
         return rec

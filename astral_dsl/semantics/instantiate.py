@@ -11,7 +11,7 @@ from astral_dsl.diagnostics import (Diagnostic, DiagnosticError, Severity, Span,
                                     excerpt)
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
-from astral_dsl.semantics.assumptions import defaults_read, param_assumed
+from astral_dsl.semantics.assumptions import asked, defaults_read, param_assumed
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics import complete, fields
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
@@ -54,6 +54,8 @@ class Instantiator:
         self._duplicates: set = set()     # spans of fields set twice in a block, said once
         self.assumptions_said: set = set()    # (assumption, place): W216 said (assumptions.py)
         self.defaulted: list = []    # assumed defaults bound, until their instance is made
+        self.assumed_defaults: list = []    # ... and those their instances read
+        self.asked: Dict[int, list] = {}    # id(frame) -> who asked for it (assumptions.py)
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
@@ -196,6 +198,7 @@ class Instantiator:
         try:
             frame = self._instance(template, args, caller, span, used_in)
             defaults_read(self, self.defaulted[mark:], frame)
+            asked(self, frame, used_in or caller, span)
         finally:
             del self.defaulted[mark:]
         return frame
@@ -363,7 +366,7 @@ class Instantiator:
                  (decl.params or decl.renamed)[0].span,
                  "declare it at the top of the file to make a template")
         frame = Frame(kind, spec, decl.name.name, decl.name.span, None, parent.depth + 1)
-        frame.used_at = used_at(env, decl.name.span)
+        asked(self, frame, env, decl.name.span)
         self.frames.append(frame)
         inner = Env(env.module, frame, {}, {}, env)
         mark = len(self.defaulted)
@@ -385,7 +388,7 @@ class Instantiator:
                              "`battery = LeadAcid(autonomy = 10 min) { strings = 4 }`")
         spec = KINDS[template.kind]
         frame = Frame(template.kind, spec, template.name, stmt.value.span, None, parent.depth + 1)
-        frame.used_at = used_at(env, stmt.value.span)
+        asked(self, frame, env, stmt.value.span)
         self.frames.append(frame)
         mark = len(self.defaulted)
         try:
