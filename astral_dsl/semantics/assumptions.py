@@ -15,7 +15,7 @@ the field, an argument given for the parameter, `--set` for a `param`. `allow W2
 accepts it as any warning. `assumed` with no reason is E223, used or not."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Callable, List
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.values import POISON, Group, show
@@ -40,14 +40,21 @@ def asked(it, frame: Frame, env: Env, span: Span) -> None:
         seen.append(asker)
 
 
-def defaults_read(it, defaulted, frame: Frame) -> None:
-    """Keep each assumed default of `defaulted` ((template, parameter, the caller's
-    environment, the call's span, the value), noted by semantics/arguments.bind) that `frame`,
-    the instance made with it, reads: a default whose field the instance sets otherwise (a
-    derived template's body, `host Node = HGX8(...) { liquid_share = 0 % }`) is not used."""
-    for entry in defaulted:
-        if _reads(frame, entry[0], entry[1].name.name):
-            it.assumed_defaults.append(entry)
+def reading_defaults(it, make: Callable[[], Frame]) -> Frame:
+    """`make()`, an instance, keeping each assumed default bound while it is made (`it.defaulted`:
+    (template, parameter, the caller's environment, the call's span, the value), noted by
+    semantics/arguments.bind) that the instance reads: a default whose field the instance sets
+    otherwise (a derived template's body, `host Node = HGX8(...) { liquid_share = 0 % }`) is
+    not used."""
+    mark = len(it.defaulted)
+    try:
+        frame = make()
+        for entry in it.defaulted[mark:]:
+            if _reads(frame, entry[0], entry[1].name.name):
+                it.assumed_defaults.append(entry)
+    finally:
+        del it.defaulted[mark:]
+    return frame
 
 
 def _reads(frame: Frame, template, name: str) -> bool:

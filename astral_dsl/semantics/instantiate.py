@@ -11,7 +11,7 @@ from astral_dsl.diagnostics import (Diagnostic, DiagnosticError, Severity, Span,
                                     excerpt)
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
-from astral_dsl.semantics.assumptions import asked, defaults_read, param_assumed
+from astral_dsl.semantics.assumptions import asked, param_assumed, reading_defaults
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics import complete, fields
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
@@ -194,13 +194,9 @@ class Instantiator:
     def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span,
                     used_in: Optional[Env] = None):
         """`template(args)`: its instance for those arguments, made once (the memo)."""
-        mark = len(self.defaulted)
-        try:
-            frame = self._instance(template, args, caller, span, used_in)
-            defaults_read(self, self.defaulted[mark:], frame)
-            asked(self, frame, used_in or caller, span)
-        finally:
-            del self.defaulted[mark:]
+        frame = reading_defaults(self, lambda: self._instance(template, args, caller, span,
+                                                              used_in))
+        asked(self, frame, used_in or caller, span)
         return frame
 
     def _instance(self, template: Template, args: List[ast.Arg], caller: Env, span: Span,
@@ -369,16 +365,14 @@ class Instantiator:
         asked(self, frame, env, decl.name.span)
         self.frames.append(frame)
         inner = Env(env.module, frame, {}, {}, env)
-        mark = len(self.defaulted)
-        try:
+
+        def lay() -> Frame:
             if decl.base is not None:
                 base, base_args = self._base(decl, env)
                 self._derive(frame, base, base_args, env, decl.base.span, set())
             self.lay_body(frame, decl.body or (), inner)
-            defaults_read(self, self.defaulted[mark:], frame)
-        finally:
-            del self.defaulted[mark:]
-        return frame
+            return frame
+        return reading_defaults(self, lay)
 
     def derived_value(self, parent: Frame, stmt: ast.Field, env: Env) -> Frame:
         """`name = Base(args) { body }`: an instance of Base with the body laid on it, made
@@ -390,14 +384,12 @@ class Instantiator:
         frame = Frame(template.kind, spec, template.name, stmt.value.span, None, parent.depth + 1)
         asked(self, frame, env, stmt.value.span)
         self.frames.append(frame)
-        mark = len(self.defaulted)
-        try:
+
+        def lay() -> Frame:
             self._derive(frame, template, args, env, stmt.value.span, set())
             self.lay_body(frame, stmt.body, Env(env.module, frame, {}, {}, env))
-            defaults_read(self, self.defaulted[mark:], frame)
-        finally:
-            del self.defaulted[mark:]
-        return frame
+            return frame
+        return reading_defaults(self, lay)
 
 
 def _shown(value) -> str:
