@@ -202,3 +202,12 @@ def test_the_value_is_shown_in_its_unit_rounded_to_four_digits(value, shown):
     text = f'gpu G {{ power = {value} assumed "why", memory = 80 GB }}\nsite S {{ g = G }}\n'
     (d,) = _w216(text)
     assert d.message == f"`power` of gpu `G` is assumed: {shown} (why)"
+
+
+def test_a_forecast_that_does_not_run_leaves_out_the_warnings_the_design_accepts(capsys):
+    # examples/gb200_nvl72.astral accepts the stdlib's stated assumptions (W212, W216): an
+    # unknown --job printed each of them as a warning above its E221
+    assert cli_main(["forecast", "examples/gb200_nvl72.astral", "--job", "nope",
+                     "--color", "never"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("error[E221]: --job nope: no such job") and "warning[" not in out
