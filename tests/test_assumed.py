@@ -211,3 +211,11 @@ def test_a_forecast_that_does_not_run_leaves_out_the_warnings_the_design_accepts
                      "--color", "never"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("error[E221]: --job nope: no such job") and "warning[" not in out
+
+
+def test_assumed_where_it_cannot_stand_is_a_syntax_error_that_says_where_it_can():
+    text = 'let x = 3 assumed "three"\nsite S { }\n'
+    (d,) = [d for d in _design(text).diagnostics if d.is_error]
+    assert d.code == "E103" and (d.span.start.line, d.span.start.column) == _at(text, "assumed")
+    assert d.hint.startswith('`assumed "why"` follows a field\'s value, a template parameter\'s '
+                             "default or a `param`'s value")
