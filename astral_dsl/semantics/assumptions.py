@@ -1,18 +1,21 @@
 """`assumed "why"`: a value stated as an assumption, not a sourced figure (docs/language.md,
-"Assumed values"), and the warning (W216) that a design using it gets.
+18.2), and the warning (W216) that a design using it gets.
 
 `power = 0.8 kW assumed "no data sheet gives it"` in a template's body, `capacity: power = 1.2 MW
 assumed "..."` as a parameter's default, `param racks = 8 assumed "..."` at the top of a file:
 the value is used as written, and each place in the user's files that brings it into the design
-is told which value was assumed, the value and why. The warning stands there (the user's
-`rack R = DGX_H100_Rack`, `loop = CDU()`, `site S { h = 2 x Node }`), with a note naming where
-the assumption is stated when that is elsewhere (a stdlib line); where the user's own file
-states it, at the value itself. It is said once per assumption and place, however often the
-design replicates the part (a template's instance is made once per distinct set of arguments:
-semantics/instantiate.py) or asks for it again from that place. A value of the user's own
-replaces the assumed one and silences it: a derived template's body or an argument that sets
-the field, an argument given for the parameter, `--set` for a `param`. `allow W216 "why"`
-accepts it as any warning. `assumed` with no reason is E223, used or not."""
+is told which value was assumed, the value and why, with a note naming where it is stated. The
+places of an instance are noted as the instantiator makes and finds it (`asked`: a call in the
+user's files, or the instance whose stdlib body asks for it, NVL72's for its switch trays); a
+user's template based on the stdlib's is its own place (`host Node = HGX8(...)`, as W212's).
+The warnings are said once the frames are complete (`report`, before they are frozen): for
+each evaluated field and each default an instance reads (`reading_defaults`), once per
+assumption and place, however far the design replicates the part (an instance is made once per
+distinct set of arguments: semantics/instantiate.py). An assumption in the user's own files is
+reported at the value itself. A value of the user's own replaces the assumed one and silences
+it: a derived template's body or an argument that sets the field, an argument for the parameter
+(or a body that sets every field reading it), `--set` for a `param`. `allow W216 "why"` accepts
+it as any warning. `assumed` with no reason is E223, used or not."""
 from __future__ import annotations
 
 from typing import Callable, List
