@@ -38,9 +38,10 @@ def asked(it, frame: Frame, env: Env, span: Span) -> None:
         asker = frame_of(env)
         if asker is None:
             return
-    seen = it.asked.setdefault(id(frame), [])
-    if not any(a is asker or a == asker for a in seen):
-        seen.append(asker)
+    # by the span, or the asking instance's id: in order, each once (a generated design may
+    # ask for one instance from 100,000 places)
+    it.asked.setdefault(id(frame), {}).setdefault(
+        asker if isinstance(asker, Span) else id(asker), asker)
 
 
 def reading_defaults(it, make: Callable[[], Frame]) -> Frame:
@@ -133,12 +134,11 @@ def _sites(it, frame: Frame, seen: set) -> List[Span]:
     template = frame.template
     if template is not None and not template.module.is_stdlib:
         return [frame.span]
-    out: List[Span] = []
-    for asker in it.asked.get(id(frame), ()):
+    out: dict = {}                   # the spans, in order, each once
+    for asker in it.asked.get(id(frame), {}).values():
         for at in ([asker] if isinstance(asker, Span) else _sites(it, asker, seen)):
-            if at not in out:
-                out.append(at)
-    return out or ([frame.used_at] if frame.used_at is not None else [])
+            out.setdefault(at, at)
+    return list(out) or ([frame.used_at] if frame.used_at is not None else [])
 
 
 def param_assumed(it, node: ast.Param, value) -> None:

@@ -55,7 +55,7 @@ class Instantiator:
         self.assumptions_said: set = set()    # (assumption, place): W216 said (assumptions.py)
         self.defaulted: list = []    # assumed defaults bound, until their instance is made
         self.assumed_defaults: list = []    # ... and those their instances read
-        self.asked: Dict[int, list] = {}    # id(frame) -> who asked for it (assumptions.py)
+        self.asked: Dict[int, dict] = {}    # id(frame) -> who asked for it (assumptions.py)
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
