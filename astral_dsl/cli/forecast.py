@@ -198,7 +198,9 @@ def _fail(args, design, diags, code) -> int:
     from astral_dsl.model.allows import accept, once
     from astral_dsl.outputs.jsonout import dumps, envelope
 
-    diags = list(accept(once(diags), design.allows, complete=False).reported)
+    accepted = [a.diagnostic for a in accept(once(diags), design.allows,
+                                             complete=False).accepted]
+    diags = [d for d in diags if d not in accepted]          # in their order
 
     if args.format == "json":
         sys.stdout.write(dumps(envelope(diags, file=design.file)) + "\n")
