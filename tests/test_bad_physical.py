@@ -171,17 +171,20 @@ def test_cli_plain_check_skips_the_optional_scenario():
 
 
 # ---- what the scenario cases break -----------------------------------------------------------------
-@pytest.mark.parametrize("name, scenario, required, broken", [
-    ("scen_required_breaks.astral", "cdu_lost", True, "E640"),
-    ("scen_optional_breaks.astral", "heat_wave", False, "E642"),
+@pytest.mark.parametrize("name, scenario, required, broken, line", [
+    ("scen_required_breaks.astral", "cdu_lost", True, "E640", 12),      # the failed CDUs' count
+    ("scen_optional_breaks.astral", "heat_wave", False, "E642", 20),    # the scenario's `set`
 ])
-def test_scenario_cases_break_under_the_scenario_only(name, scenario, required, broken, checked):
+def test_scenario_cases_break_under_the_scenario_only(name, scenario, required, broken, line,
+                                                      checked):
     _, result = checked(name)
     # the baseline holds
     assert not [d for d in result.engineering.diagnostics if d.is_error]
     (outcome,) = result.scenarios
     assert outcome.name == scenario and outcome.required is required
     assert [d.code for d in outcome.broken] == [broken]
-    # the diagnostic names what broke (file and line of the broken declaration)
+    # the diagnostic names what broke, and where: the broken declaration as its related span
     top = next(d for d in result.diagnostics if d.code in ("E680", "W680"))
-    assert any(f"[{broken}]" in n and f"{name}:12" in n for n in top.notes), top.notes
+    assert any(n.startswith(f"breaks: [{broken}]") for n in top.notes), top.notes
+    assert [(r.message, r.span.file.endswith(name), r.span.start.line) for r in top.related] \
+        == [(f"[{broken}] breaks here", True, line)]

@@ -437,3 +437,52 @@ def test_a_fit_that_forecasts_cannot_take_is_not_written(tmp_path, capsys):
     assert "the rows forecast furthest off, left out, are k22b_sel (" in err
     assert "k22b_full (-100 %): check their published figures; nothing written" in err
     assert not fit.exists()
+
+
+OPEN, CLOSE = "<!-- calibration:accuracy -->", "<!-- /calibration:accuracy -->"
+
+
+@pytest.mark.parametrize("name, text, message", [
+    # any file that held the markers' text was rewritten, a design or a script as well
+    ("notes.txt", f"{OPEN}\n{CLOSE}\n", "--docs notes.txt: the tables are rewritten in a "
+                                         "Markdown file"),
+    ("d.md", f"{OPEN}\nold\n", "line 1: `<!-- calibration:accuracy -->` is never closed"),
+    ("d.md", f"{CLOSE}\n{OPEN}\n{CLOSE}\n", "line 1: `<!-- /calibration:accuracy -->` closes "
+                                             "no open"),
+    # nested: the accuracy table replaced the constants' markers and all between them
+    ("d.md", f"{OPEN}\n<!-- calibration:constants -->\n<!-- /calibration:constants -->\n"
+             f"{CLOSE}\n", "line 2: `<!-- calibration:constants -->` opens a table inside "
+                           "`accuracy`'s (line 1)"),
+    ("d.md", f"{OPEN}\n{CLOSE}\ntext\n{OPEN}\n{CLOSE}\n", "line 4: `accuracy` is marked a "
+                                                          "second time (first at line 1)"),
+    ("d.md", "<!-- calibration:acuracy -->\n<!-- /calibration:acuracy -->\n",
+     "line 1: `<!-- calibration:acuracy -->` names no table"),
+    ("d.md", f"say `{OPEN}` / `{CLOSE}` in prose\n", "marks no calibration table"),
+])
+def test_calibrate_docs_takes_only_markdown_whose_markers_pair(name, text, message, tmp_path,
+                                                               capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    code, _, err = call(["calibrate", "a.csv", "--docs", name], capsys)
+    assert code == 2 and message in err, err
+    assert (tmp_path / name).read_text(encoding="utf-8") == text      # before any work
+    assert "Traceback" not in err
+
+
+def test_calibrate_docs_is_not_a_file_the_command_reads(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs.md").write_text(f"{OPEN}\n{CLOSE}\n", encoding="utf-8")
+    code, _, err = call(["calibrate", "runs.md", "--docs", "runs.md"], capsys)
+    assert code == 2 and "--docs runs.md is" in err and "that this command reads" in err
+
+
+def test_rewrite_changes_the_marked_tables_alone():
+    from astral_dsl.outputs import calibration as tables
+
+    doc = shipped_document()
+    example = f"```markdown\n{OPEN}\nan example, quoted\n{CLOSE}\n```\n"
+    text = (f"# Fit\r\n\r\n{OPEN}\r\nold\r\n{CLOSE}\r\n" + example + "after\n")
+    new = tables.rewrite(text, doc)
+    table = tables.markdown_accuracy(doc).replace("\n", "\r\n")
+    assert new == f"# Fit\r\n\r\n{OPEN}\r\n{table}\r\n{CLOSE}\r\n" + example + "after\n"
+    assert tables.rewrite(new, doc) == new

@@ -411,3 +411,17 @@ def test_the_sweep_row_the_readme_shows():
     row = out.stdout.strip()
     assert row.startswith(head + ",") and tail == '"diagnostics":[...]}'
     assert row.endswith("]}") and ',"diagnostics":[{' in row
+
+
+def test_the_related_span_display_docs_diagnostics_shows(tmp_path):
+    """docs/diagnostics.md's W642 of a bare RearDoor, standing on the user's line with the
+    stdlib's declaration as its related note, line for line."""
+    diagnostics_md = (REPO / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    shown = _fence_after(diagnostics_md, "the stdlib's line is its *related* span", "text")
+    (tmp_path / "design.astral").write_text(
+        "import stdlib.cooling { RearDoor }\nhost H { power = 15 kW }\nrack R { hosts = 4 x H }\n"
+        "site S {\n  racks = 2 x R\n  doors = RearDoor()\n}\n", encoding="utf-8")
+    out = astral("check", "design.astral", cwd=tmp_path)
+    printed = out.stdout.replace(str(REPO / "stdlib") + "/", "stdlib/").split("\n")
+    at = printed.index(shown[0])
+    assert printed[at:at + len(shown)] == shown

@@ -62,7 +62,9 @@ def test_an_agg_core_link_failure_names_the_links_and_the_traffic(checked):
     assert notes[0].startswith(
         "breaks: [E602] `S.fabric.pod[1].rail[0].plane[A].agg[1] -- S.fabric.core` failed: "
         "the traffic into `core` of the hosts behind the `tor` switches below it runs "
-        "1.3333:1, above the declared limit 1:1 (t.astral:")
+        "1.3333:1, above the declared limit 1:1")
+    assert [(r.message, r.span.file) for r in checked[0]["agg_core"].related] == [
+        ("[E602] breaks here", "t.astral")]
     assert "tier `tor` runs" not in notes[0]
     assert notes[1] == (
         "[E602] each of those `tor` switches routes its traffic into `core` around the failed "
@@ -132,8 +134,10 @@ def test_a_failed_share_of_a_tier_slows_the_nics_as_named_switches_do(checked):
         notes = checked[0][name].notes
         assert [n for n in notes if n.startswith("breaks:")] == [
             f"breaks: [E602] tier `{below}` runs 1.3333:1 into `{into}` (`25 % of "
-            f"S.fabric.{into}` failed), above the declared limit 1:1 (t.astral:"
-            f"{8 if below == 'tor' else 10})"]
+            f"S.fabric.{into}` failed), above the declared limit 1:1"]
+        assert [(r.message, r.span.file, r.span.start.line)
+                for r in checked[0][name].related] == [
+            ("[E602] breaks here", "t.astral", 8 if below == "tor" else 10)]
 
 
 def test_a_share_and_a_named_switch_add_up_on_the_switches_below_both(checked):

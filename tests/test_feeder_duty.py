@@ -202,7 +202,28 @@ def test_the_review_pages_feeder_table_says_what_the_batteries_were_sized_for():
               for r in page.split("</tr>")[1:-1]]
     got = dict(zip(head, row))
     assert (got["battery sized for kW"], got["battery sized for"]) == \
-        ("150", "its share with one feeder failed")
+        ("150", "its share with one feeder failed (IEEE 485: aging 1.25 x design margin 1.1)")
+
+
+def test_the_power_pictures_battery_says_what_it_is_sized_for_as_the_size_text_does():
+    """The picture's battery said the Ah needed, neither the share it rides through nor the
+    IEEE 485 factors the need is multiplied by, which `astral size` and the review say
+    (outputs.feeder_load.battery_basis words all three)."""
+    import re
+
+    from astral_dsl.outputs.render import render
+
+    checked = _checked()
+    source = render(checked.design, "power", checked=checked).source
+    (label,) = [re.sub(r"<[^>]*>", "|", m) for m in re.findall(r"label=<(.*?)>\s*(?:\w+=|\])",
+                                                                source) if "battery Bat" in m]
+    lines = [t for t in label.split("|") if t.strip()]
+    at = lines.index("needs 164 Ah")
+    assert lines[at + 1:at + 3] == ["for 150 kW, its share with one feeder failed",
+                                    "IEEE 485: aging 1.25 x design margin 1.1"]
+    size = " ".join(render_report(checked.design, checked.engineering, width=100).split())
+    assert "150 kW, its share with one feeder failed (IEEE 485: aging 1.25 x design margin " \
+           "1.1)" in size
 
 
 def test_the_need_says_the_factors_the_battery_declares():

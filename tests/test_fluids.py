@@ -130,6 +130,44 @@ def test_bad_composition_and_pressure():
         fluids.properties("Water", 30.0, pressure_pa=0.0)
 
 
+@pytest.mark.parametrize("fluid, temp_c, says, detail", [
+    # CoolProp's text reached the user raw: "Your temperature 398.150000 is not between
+    # 173.150000 and 373.150000." (kelvin, without a unit); it is a note now
+    ("INCOMP::MPG[0.25]", 150.0, "outside the temperatures CoolProp has for "
+     "'INCOMP::MPG[0.25]', -100 degC to 100 degC", "Your temperature 423.15"),
+    ("INCOMP::MPG[0.25]", -30.0, "'INCOMP::MPG[0.25]' is frozen at -30 degC, 101325 Pa: it "
+     "freezes at -9.785 degC (CoolProp)", "below the freezing point"),
+    ("Water", -20.0, "'Water' is frozen at -20 degC, 101325 Pa: it freezes at 0.003 degC "
+     "(CoolProp)", "Tmelt"),
+    ("INCOMP::MEG[0.9]", 30.0, "the concentration 0.9 of 'INCOMP::MEG[0.9]' (the mass "
+     "fraction in its brackets) is outside the 0 to 0.6 CoolProp has for that mixture",
+     "Your composition 0.9"),
+])
+def test_a_state_outside_coolprops_range_is_said_in_our_words(fluid, temp_c, says, detail):
+    fluids.cache_clear()
+    with pytest.raises(fluids.OutOfRange) as caught:
+        fluids.properties(fluid, temp_c)
+    assert str(caught.value) == says
+    assert "Your " not in str(caught.value) and "Tmelt" not in str(caught.value)
+    (note,) = fluids.unavailable_notes(caught.value)
+    assert note.startswith("CoolProp: ") and detail in note
+
+
+def test_e646_carries_coolprops_text_as_a_note_only(tmp_path):
+    import astral_dsl
+
+    text = _ETHANOL_LOOP.replace('Spirit { coolprop = "Ethanol" }',
+                                'Hot { coolprop = "INCOMP::MPG[0.25]" }').replace(
+        "fluid = Spirit, supply = 35 degC", "fluid = Hot, supply = 120 degC")
+    assert "INCOMP" in text and "120 degC" in text
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="hot.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E646"]
+    assert e.message == ("fluid properties of `Hot` at 125 degC: outside the temperatures "
+                         "CoolProp has for 'INCOMP::MPG[0.25]', -100 degC to 100 degC")
+    assert e.notes == ("CoolProp: Your temperature 398.150000 is not between 173.150000 and "
+                       "373.150000.",)
+
+
 def test_coolprop_imported_lazily():
     """The table serves water and PG25 at 1 atm; CoolProp is imported for anything else."""
     code = ("import sys; import astral_dsl.analyses.fluids as fl; "

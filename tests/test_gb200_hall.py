@@ -117,6 +117,22 @@ def test_the_hall_counts_the_racks_parts_besides_their_trays_and_its_transformer
     assert room.heat_w == pytest.approx(8 * (0.15 * (18 * 5.65 + 9 * 0.8) + 8.1) * 1e3)
 
 
+def test_the_rest_of_an_nvl72_rack_counts_at_full_power_under_utilization():
+    """NVL72_Rest (management switches, fans, the trays' other parts) is a `switch`: under
+    `utilization` it counts at full power as switches do, the trays at the utilization (stdlib
+    comment, docs/language.md 12.3). At 50 %: 0.5 x 18 x 5.65 + 9 x 0.8 + 8.1 = 66.15 kW a rack
+    on average, of a 117 kW peak; the GB300 rack alike, 0.5 x 18 x 6.3 + 7.2 + 8.1 = 72 kW."""
+    for rack, trays_kw in (("NVL72", 18 * 5.65), ("GB300_NVL72", 18 * 6.3)):
+        design = astral_dsl.compiles(f"import stdlib.hardware {{ {rack} }}\n"
+                                     f"site S {{ racks = 1 x {rack}, utilization = 50 % }}\n",
+                                     name="rest.astral")
+        power = astral_dsl.check(design).engineering.power
+        assert power.it_peak_w == pytest.approx((trays_kw + 7.2 + 8.1) * 1e3)
+        assert power.it_average_w == pytest.approx((0.5 * trays_kw + 7.2 + 8.1) * 1e3)
+    text = (REPO / "stdlib" / "hardware.astral").read_text(encoding="utf-8")
+    assert "Under `utilization` it counts at full power, as\n// switches do" in text
+
+
 def test_liquid_share_against_nvidia(hall):
     # NVIDIA lists the GPUs, Graces, NICs and NVLink switch ASICs as liquid-cooled, and no share:
     # they draw 2 x 2,700 W + 4 x 25 W = 5.5 kW of a tray's 5.65 kW (97 %), an upper bound on the

@@ -77,6 +77,18 @@ def test_the_list_is_read_from_the_stdlib(tmp_path, monkeypatch):
         "`QM9700_NDR`), not of an Ethernet one like `Switch51T_Rated`")
 
 
+def test_w606_says_the_article_of_the_family_as_it_is_said(monkeypatch):
+    """W606's hint wrote "an {family}" whatever the family: right for InfiniBand and Ethernet,
+    wrong for a family said with a consonant ("an Fibre Channel one")."""
+    import astral_dsl.analyses.network_checks as nc
+
+    monkeypatch.setattr(nc, "_FAMILY", {**nc._FAMILY, "fc": "Fibre Channel"})
+    assert nc._stated_instead("FC32", "fc").endswith(
+        "not of a Fibre Channel one like `FC32`")
+    assert [nc._a(w) for w in ("Ethernet", "InfiniBand", "RoCE", "NVLink", "Fibre Channel")] == \
+        ["an Ethernet", "an InfiniBand", "a RoCE", "an NVLink", "a Fibre Channel"]
+
+
 # ---- W212: a stdlib part that a template takes as a parameter -----------------------------------
 # W212's hint said "state `power` on switch `NVL72_Rest` (its data sheet value)": a stdlib part,
 # which the user does not edit and no data sheet describes. The advice is to give the template's

@@ -431,6 +431,26 @@ def test_a_flat_sum_of_many_terms_says_each_operator_nests_and_how_to_write_it(t
     assert not [e for e in listed.diagnostics if e.is_error]
 
 
+@pytest.mark.parametrize("text, says, hint", [
+    # 150 records, each in the one before: was "expressions nest more than 200 levels deep"
+    ("site S {\n" + "r {\n" * 150 + "x = 1\n" + "}\n" * 150 + "}\n",
+     "blocks `{ ... }` nest inside each other more than 100 deep here", "templates of their own"),
+    ("let x = " + "[" * 250 + "1" + "]" * 250 + "\n",
+     "lists `[...]` nest inside each other more than 200 deep here", "flatten the list"),
+    ("let x = " + "(" * 250 + "1" + ")" * 250 + "\n",
+     "brackets `( ... )` nest inside each other more than 200 deep here", "group nothing"),
+    ("let x = " + "f(" * 150 + "1" + ")" * 150 + "\n",
+     "calls nest inside each other's arguments more than 100 deep here", "with `let`"),
+    ("let x = " + "-" * 250 + "1\n", "expressions nest more than 200 levels deep here",
+     "split the expression"),
+])
+def test_too_deep_a_nesting_says_what_nests(tmp_path, text, says, hint):
+    d = only(build(text, tmp_path), "E402")
+    assert d.message.startswith(says), d.message
+    assert hint in d.hint
+    assert d.span is not None and d.span.start.line > 0
+
+
 def test_a_huge_unit_or_name_given_to_set_is_not_echoed_back_whole(tmp_path):
     """`--set p=5 kkk...` (a 100,000-letter unit) was E310 "unknown unit `kkk...`" of 100 KB,
     and `--set zzz...=1` E213 naming the 100 KB name twice: both are cut to their start and

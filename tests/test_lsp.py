@@ -68,9 +68,11 @@ PARTS = textwrap.dedent("""\
 class Session:
     """One language server and a client talking to it."""
 
-    def __init__(self, root: Path, debounce: float = 0.05):
+    def __init__(self, root: Path, debounce: float = 0.05,
+                 capabilities: Optional[lsp.ClientCapabilities] = None):
         self.root = root
         self.debounce = debounce
+        self.capabilities = capabilities or lsp.ClientCapabilities()
         self.client = LanguageClient("astral-tests", "0")
         self.published: Dict[str, List[Tuple[Optional[int], List[lsp.Diagnostic]]]] = {}
         self.changed = asyncio.Event()
@@ -88,7 +90,7 @@ class Session:
                                    "--debounce", str(self.debounce), cwd=str(self.root),
                                    env=_env())
         await asyncio.wait_for(self.client.initialize_async(lsp.InitializeParams(
-            capabilities=lsp.ClientCapabilities(), root_uri=self.root.as_uri(),
+            capabilities=self.capabilities, root_uri=self.root.as_uri(),
             process_id=None)), TIMEOUT)
         self.client.initialized(lsp.InitializedParams())
         return self
@@ -240,6 +242,31 @@ def test_diagnostic_range_then_fixed(server, project):
         line, _ = position_of(broken, "check power")
         assert diags[0].range.start.line == line
     on(server, scenario)
+
+
+def test_a_stdlib_templates_diagnostic_is_published_with_related_information(tmp_path):
+    """An editor that shows relatedInformation gets W626 of a bare NVL72 on the user's
+    `2 x NVL72` with NVL72's declaration in the stdlib as its related location (before: in
+    the stdlib, shown on the import line with its position in the message)."""
+    text = "import stdlib.hardware { NVL72 }\nsite S {\n  racks = 2 x NVL72\n}\n"
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "main.astral").write_text(text, encoding="utf-8")
+    caps = lsp.ClientCapabilities(text_document=lsp.TextDocumentClientCapabilities(
+        publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(related_information=True)))
+
+    async def scenario():
+        async with Session(tmp_path, capabilities=caps) as s:
+            uri = s.open(tmp_path / "main.astral")
+            diags = await s.diagnostics(uri, lambda ds: any(d.code == "W626" for d in ds))
+            (d,) = [d for d in diags if d.code == "W626"]
+            assert (d.range.start.line, d.range.start.character) == position_of(text, "NVL72\n")
+            (info,) = d.related_information
+            hardware = resources.stdlib_dir() / "hardware.astral"
+            assert info.location.uri == hardware.as_uri()
+            assert info.message == "rack `NVL72` is declared here"
+            lines = hardware.read_text(encoding="utf-8").split("\n")
+            assert lines[info.location.range.start.line].startswith("rack NVL72(")
+    run(scenario())
 
 
 def test_changes_are_debounced(project):

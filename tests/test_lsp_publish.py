@@ -92,3 +92,70 @@ def test_a_problem_in_a_module_imported_indirectly_is_shown_on_the_import_that_l
     assert [(d.code, d.span.start.line, d.span.start.column, d.span.end.column)
             for d in errors] == [("E301", 2, 1, 15)]          # `import b { B }`, line 2
     assert errors[0].message.startswith(f"{tmp_path / 'deep.astral'}:2:13: ")
+
+
+class _Client:
+    """What `converted` reads of the server: its Lines, the editor's texts (none open) and the
+    client's capabilities (relatedInformation shown, or not)."""
+
+    def __init__(self, related: bool):
+        self.client_capabilities = lsp.ClientCapabilities(text_document=lsp.TextDocumentClientCapabilities(
+            publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
+                related_information=related)))
+
+    def lines(self, text):
+        from astral_dsl.lsp.positions import Lines
+
+        return Lines(text)
+
+    def overlay(self, path):
+        return None
+
+
+def test_a_diagnostic_a_stdlib_template_causes_has_the_stdlibs_line_as_related_information(
+        tmp_path):
+    """W626 of a bare NVL72 stands on the user's `2 x NVL72`, and the editor gets NVL72's
+    declaration in stdlib/hardware.astral as its relatedInformation (before: the diagnostic
+    stood in the stdlib, shown on the import line with its position in the message)."""
+    from astral_dsl import resources
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.published import converted, placed
+
+    text = "import stdlib.hardware { NVL72 }\nsite S {\n  racks = 2 x NVL72\n}\n"
+    main = tmp_path / "main.astral"
+    main.write_text(text)
+    a = analyse(main.as_uri(), main, text, 1)
+    found = placed(a)
+    (d,) = [d for d in converted(_Client(True), found, text) if d.code == "W626"]
+    assert (d.range.start.line, d.range.start.character) == (2, text.split("\n")[2].index("NVL72"))
+    (info,) = d.related_information
+    hardware = resources.stdlib_dir() / "hardware.astral"
+    assert info.location.uri == hardware.as_uri() and info.message == "rack `NVL72` is declared here"
+    stdlib_lines = hardware.read_text(encoding="utf-8").split("\n")
+    assert stdlib_lines[info.location.range.start.line].startswith("rack NVL72(")
+    assert "note:" not in d.message
+    # a client that does not show relatedInformation reads it in the message
+    (d,) = [d for d in converted(_Client(False), found, text) if d.code == "W626"]
+    assert d.related_information is None
+    line = info.location.range.start.line + 1
+    assert d.message.endswith(f"\nnote: rack `NVL72` is declared here ({hardware}:{line}:1)")
+
+
+def test_a_problem_in_an_imported_file_has_its_place_there_as_related_information(tmp_path):
+    """Shown on the import that brings it in, as before, and now with where it stands in the
+    imported file as its relatedInformation."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.published import converted, placed
+
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "deep.astral").write_text("gpu D { power = 700 W }\nparam bad = 3 kW + 2 m\n")
+    main = tmp_path / "main.astral"
+    text = "import deep { D }\nhost H { gpus = 8 x D }\nsite S { hosts = 1 x H }\n"
+    main.write_text(text)
+    a = analyse(main.as_uri(), main, text, 1)
+    (d,) = [d for d in converted(_Client(True), placed(a), text) if d.code == "E301"]
+    assert d.range.start.line == 0
+    (info,) = d.related_information
+    assert info.location.uri == (tmp_path / "deep.astral").as_uri()
+    assert (info.location.range.start.line, info.location.range.start.character) == (1, 12)
+    assert info.message == "where it stands, in the imported file"

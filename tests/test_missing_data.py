@@ -72,7 +72,7 @@ site S {
   facility water { water_class = W17, supply = 14 degC, free_cooling = 6000 h, chiller_cop = 6,
                    rejection_fan_ratio = 2 % @WATER@}
   feeder mech { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400,
-                capacity = 100 kW, efficiency = 100 %, mechanical = true
+                capacity = 100 kW, count = 2, efficiency = 100 %, mechanical = true
                 conductor_area = 70 mm^2, material = copper, length = 20 m, ampacity = 200 A
                 conductor_temperature = 90 degC, reactance = 0.08 ohm/km }
 }

@@ -546,16 +546,22 @@ site S { %s = 2 x Row }
 """ % ("rows_of_a_hall_" * 8)
 
 
+def _exported(tmp_path, text: str):
+    """(the process, its folder) of `astral export --netbox` of the design `text`, whose
+    keys resolve."""
+    (tmp_path / "d.astral").write_text(text, encoding="utf-8")
+    proc = _cli("export", "--netbox", str(tmp_path / "out"), str(tmp_path / "d.astral"))
+    assert proc.returncode == 0, proc.stderr
+    _keys_resolve(tmp_path / "out")
+    return proc, tmp_path / "out"
+
+
 def test_namesakes_are_exported_apart(tmp_path):
     # `Acme Inc` and `acme-inc` had one slug, so did `Node` and `NODE`: one manufacturer and one
     # type of each pair were left out and their devices named what the files did not hold;
     # `Node(n = N2)` (two ports a NIC) was one type with `Node`, the YAML of one of them; two
     # rows whose paths meet within a slug's 100 characters had one slug
-    (tmp_path / "d.astral").write_text(NAMESAKES, encoding="utf-8")
-    proc = _cli("export", "--netbox", str(tmp_path / "out"), str(tmp_path / "d.astral"))
-    assert proc.returncode == 0, proc.stderr
-    out = tmp_path / "out"
-    _keys_resolve(out)
+    proc, out = _exported(tmp_path, NAMESAKES)
     assert _valid_device_types(out) == 3
     assert [(r["name"], r["slug"]) for r in _rows(out / "manufacturers.csv")] == [
         ("Acme Inc", "acme-inc"), ("acme-inc", "acme-inc-2")]
@@ -570,3 +576,29 @@ def test_namesakes_are_exported_apart(tmp_path):
              if r["name"].endswith("hosts[1]")}
     assert ports == {"Node (2)"}
     assert "device type Node of Acme Inc is exported as Node (2)" in proc.stdout
+
+
+CASES = """\
+gpu G { power = 700 W }
+host A { gpus = 8 x G, power = 10 kW, vendor = "NVIDIA" }
+host B { gpus = 4 x G, power = 5 kW, vendor = "Nvidia" }
+host C { gpus = 2 x G, power = 3 kW, vendor = " nvidia " }
+host D { gpus = 2 x G, power = 3 kW, vendor = "Acme" }
+rack R { hosts = [A, B, C, D], power_limit = 45 kW }
+site S { racks = 1 x R }
+"""
+
+
+def test_a_manufacturer_is_one_whatever_the_case_of_its_name(tmp_path):
+    # "NVIDIA" and "Nvidia" were two manufacturers (slugs nvidia and nvidia-2), which NetBox
+    # holds as one company: one, named as the design first writes it, its types under it
+    proc, out = _exported(tmp_path, CASES)
+    assert [(r["name"], r["slug"]) for r in _rows(out / "manufacturers.csv")] == [
+        ("Acme", "acme"), ("NVIDIA", "nvidia")]
+    assert sorted((r["manufacturer"], r["model"], r["slug"])
+                  for r in _rows(out / "device_types.csv")) == [
+        ("Acme", "D", "acme-d"), ("NVIDIA", "A", "nvidia-a"), ("NVIDIA", "B", "nvidia-b"),
+        ("NVIDIA", "C", "nvidia-c")]
+    assert {r["manufacturer"] for r in _rows(out / "devices.csv")} == {"Acme", "NVIDIA"}
+    assert sorted(p.name for p in (out / "device-types").iterdir()) == ["acme", "nvidia"]
+    assert "manufacturer ` nvidia `, `Nvidia` is exported as `NVIDIA`" in proc.stdout

@@ -48,6 +48,16 @@ def test_reactance_can_push_the_drop_over_the_limit():
     assert codes == ["E622"]
 
 
+def test_e622_gives_its_volts_as_the_other_voltage_checks_do():
+    """Volts to the hundredth with thousands grouped (units/readable.voltage, as E633 and the
+    margins give them): a 10 kV feeder read `10000 V` in E622 alone."""
+    text = DESIGN.replace("voltage = 400 V", "voltage = 10 kV").replace(
+        "max_voltage_drop = 1 %", "max_voltage_drop = 0.001 %")
+    d = astral_dsl.loads(text, name="ac.astral")
+    (e,) = [x for x in analyse(d).diagnostics if x.code == "E622"]
+    assert " of the 10,000 V it carries its current at)" in e.message, e.message
+
+
 def test_an_undeclared_reactance_takes_the_sourced_default_with_w621():
     d = astral_dsl.loads(DESIGN.replace("    reactance = 0.08 ohm/km, ", "    "), name="ac.astral")
     assert d.valid, d.diagnostics

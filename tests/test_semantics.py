@@ -154,16 +154,19 @@ def test_an_imported_let_in_error_is_reported_when_its_check_is_silenced(tmp_pat
 
 
 def test_an_error_in_a_templates_body_names_the_instance_and_its_call(tmp_path):
-    # `power = p` fails for H(p = 1) and H(p = 2) at the same place of lib/h.astral: each
-    # error notes its instance and where it was made (main.astral, line 2, column 14 / 28);
+    # `power = p` fails for H(p = 1) and H(p = 2) at the same place of lib/h.astral (the
+    # user's own file, which they edit: the error stays there): each error's related span is
+    # its instance's call (main.astral, line 2, column 14 / 28), a note naming it before;
     # H(p = 3 kW) is right and has none
     write(tmp_path, "lib/h.astral", "host H(p) { power = p }\n")
     d = build("import lib.h { H }\nsite S { a = H(p = 1), b = H(p = 2), c = H(p = 3 kW) }\n",
               tmp_path)
     errors = [e for e in d.diagnostics if e.code == "E304"]
     assert [(Path(e.span.file).name, at(e)) for e in errors] == [("h.astral", (1, 21))] * 2
-    assert [e.notes for e in errors] == [("in `H(p = 1)`, made at main.astral:2:14",),
-                                         ("in `H(p = 2)`, made at main.astral:2:28",)]
+    assert [e.notes for e in errors] == [(), ()]
+    assert [[(r.message, str(r.span)) for r in e.related] for e in errors] == [
+        [("in `H(p = 1)`, made here", "main.astral:2:14")],
+        [("in `H(p = 2)`, made here", "main.astral:2:28")]]
 
 
 def test_missing_module_is_e205(tmp_path):

@@ -273,10 +273,19 @@ def test_the_gb200_tray_counts_its_assumed_nic_and_dpu_power_with_w212():
 
 
 
+def _line_of(name: str, needle: str) -> int:
+    """The 1-based line of a stdlib file (`stdlib/hardware.astral`) where `needle` is."""
+    from astral_dsl import resources
+
+    text = (resources.stdlib_dir() / name.split("/", 1)[1]).read_text(encoding="utf-8")
+    return text.count("\n", 0, text.index(needle)) + 1
+
+
 def test_a_w212_of_an_nvl72_names_the_users_line():
-    """NVL72's trays are asked for in NVL72's body: W212 stands there (stdlib/hardware.astral),
-    which did not say which line of the user's file brings them in; a note now does: the
-    user's template deriving NVL72 (`rack Nvl = NVL72()`, 2:1), or the user's call (2:18)."""
+    """NVL72's trays are asked for in NVL72's body: W212 stood there (stdlib/hardware.astral),
+    which the user does not edit, with a note naming the user's line; it now stands on the
+    user's line (the user's template deriving NVL72, `rack Nvl = NVL72()`, 2:1, or the user's
+    call, 2:18), NVL72's line that makes the trays its related span, as rustc's."""
     text = ("import stdlib.hardware { NVL72 }\n"
             "rack Nvl = NVL72() { power_limit = 140 kW }\n"
             "site S { r = 1 x Nvl }\n")
@@ -288,8 +297,10 @@ def test_a_w212_of_an_nvl72_names_the_users_line():
                  and "NVL72_Rest" not in d.message]    # the rest's stands at their line itself
         assert len(found) == 2
         for w in found:
-            assert w.span.file.endswith("hardware.astral")
-            assert w.notes[-1] == f"host `GB200_Tray` comes into the design at {at}"
+            assert str(w.span) == at
+            ((tray, said),) = [(r.span, r.message) for r in w.related]
+            assert tray.file == "stdlib/hardware.astral" and said == "host `GB200_Tray` is made here"
+            assert tray.start.line == _line_of("stdlib/hardware.astral", "x GB200_Tray(nic = nic")
     # a tray the user asks for is warned at their line: no note to add
     _, (dpu, nic) = _tray("import stdlib.hardware { GB200_Tray }\n"
                           "site S { t = 1 x GB200_Tray }\n")
@@ -622,14 +633,16 @@ def test_an_nvl72_counts_the_rest_of_the_rack_as_assumed_with_w212_where_it_is_u
 def test_a_w212_of_a_rack_a_stdlib_block_names_bare_names_the_users_line():
     """stdlib.systems' DGX_GB200_SU names NVL72 bare (`8 x NVL72`): a template named bare was
     instantiated in its own module, so no W212 it brought (the racks' rest, the trays' NICs and
-    DPUs) said which line of the user's file brings it in; each now has the note."""
+    DPUs) said which line of the user's file brings it in; each stands there now (it stood in
+    the stdlib with a note naming it), the stdlib's line its related span."""
     ws = astral_dsl.compiles("import stdlib.systems { DGX_GB200_SU }\n"
                              "site S { sus = 1 x DGX_GB200_SU }\n", name="su.astral")
     found = [d for d in ws.design.diagnostics if d.code == "W212"]
     assert len(found) == 3
     for w in found:
-        assert w.span.file.startswith("stdlib/") and w.notes[-1].endswith(
-            "comes into the design at su.astral:2:20"), (w.message, w.notes)
+        assert str(w.span) == "su.astral:2:20", (w.message, w.span)
+        assert [r.span.file for r in w.related] == [
+            "stdlib/systems.astral" if "NVL72_Rest" in w.message else "stdlib/hardware.astral"]
 
 
 def test_a_design_that_states_the_rest_of_an_nvl72_sees_its_figure_and_no_warning():

@@ -1,8 +1,11 @@
 """A check on a value that a stdlib template reads from its arguments stands where the user's file
-gives it, with a note naming the template's line that reads it (semantics/origins.py,
-model/uses.py); a value the stdlib states itself stands at the stdlib's line. Before, the
-analyses pointed inside the stdlib (`max_rack_heat = rated` of RearDoor, `count = units` of
-Transformer), or each code chose a place of its own (E627, E635, E644, E634)."""
+gives it, the template's line that reads it its related span (semantics/origins.py,
+model/uses.py); a value the stdlib states itself stands on the user's line that brings the
+template in, the stdlib's line that states it its related span (rustc's primary span in the
+user's code, a labelled note into the library). Before, the analyses pointed inside the stdlib
+(`max_rack_heat = rated` of RearDoor, `count = units` of Transformer), or each code chose a
+place of its own (E627, E635, E644, E634); then the template's line, and the stdlib's, were
+notes naming `file:line:column`."""
 from __future__ import annotations
 
 import astral_dsl
@@ -27,6 +30,11 @@ def _where(d):
     return d.span.file, d.span.start.line, d.span.start.column
 
 
+def _related(d):
+    """The related spans of `d`: (message, file, line, column) each."""
+    return [(r.message, r.span.file, r.span.start.line, r.span.start.column) for r in d.related]
+
+
 DOORS = """import stdlib.cooling { RearDoor }
 host H { power = @POWER@ }
 rack R { hosts = 4 x H }
@@ -43,32 +51,36 @@ def test_a_stdlib_air_units_rack_limit_given_as_an_argument_stands_at_the_argume
     text = DOORS.replace("@POWER@", "12.6 kW").replace("@DOOR@", "RearDoor(rated = 40 kW)")
     e = _one(text, "E644")
     assert _where(e) == ("d.astral",) + _at(text, "40 kW")
-    assert e.notes == ("`RearDoor` reads it as `max_rack_heat` at stdlib/cooling.astral:81:19",)
+    assert e.notes == () and _related(e) == [
+        ("`RearDoor` reads it as `max_rack_heat`", "stdlib/cooling.astral", 81, 19)]
 
 
-def test_a_limit_the_stdlib_states_itself_stands_in_the_stdlib_noting_the_users_line():
-    # RearDoor()'s 50 kW is the stdlib's default: its line is where the value is stated, and
-    # a note names the user's line that brings the door in (as W212's); so for a diagnostic
-    # at the template's declaration (W642: no `dew_point`)
+def test_a_limit_the_stdlib_states_itself_stands_on_the_users_line_with_the_stdlibs_related():
+    # RearDoor()'s 50 kW is the stdlib's default: E644 stood at the stdlib's line that states
+    # it, with a note naming the user's line that brings the door in; it stands on that line
+    # now, the stdlib's its related span; so does a diagnostic at the template's declaration
+    # (W642: no `dew_point`)
     text = DOORS.replace("@POWER@", "15 kW").replace("@DOOR@", "RearDoor()")
     e = _one(text, "E644")
-    assert _where(e) == ("stdlib/cooling.astral", 81, 19)
-    brought = "air `RearDoor` comes into the design at d.astral:%d:%d" % _at(text, "RearDoor()")
-    assert e.notes == (brought,)
+    assert _where(e) == ("d.astral",) + _at(text, "RearDoor()")
+    assert e.notes == () and _related(e) == [
+        ("`RearDoor` states `max_rack_heat` here", "stdlib/cooling.astral", 81, 19)]
     (w,) = [d for d in astral_dsl.check(astral_dsl.compiles(text, name="d.astral")).diagnostics
             if d.code == "W642" and "dew_point" in d.message]
-    assert _where(w) == ("stdlib/cooling.astral", 78, 1) and w.notes == (brought,)
+    assert _where(w) == ("d.astral",) + _at(text, "RearDoor()") and w.notes == ()
+    assert _related(w) == [("air `RearDoor` is declared here", "stdlib/cooling.astral", 78, 1)]
 
 
 def test_no_users_line_is_noted_where_two_instances_share_the_stdlibs():
     """Two doors of other ratings are two instances of RearDoor: each W642 stands at its
-    declaration, which does not tell them apart: no note names one of the two lines."""
+    declaration, which does not tell them apart: neither moves to one of the two lines."""
     text = DOORS.replace("@POWER@", "5 kW").replace(
         "@DOOR@", "RearDoor(rated = 40 kW)\n  more = RearDoor(rated = 45 kW)")
     ws = astral_dsl.compiles(text, name="d.astral")
     found = [d for d in astral_dsl.check(ws).diagnostics
              if d.code == "W642" and "dew_point" in d.message]
-    assert len(found) == 2 and all(d.notes == () for d in found)
+    assert len(found) == 2 and all(d.notes == () and d.related == () and
+                                   d.span.file == "stdlib/cooling.astral" for d in found)
 
 
 def test_an_argument_named_by_a_parameter_stands_at_the_name_in_the_users_file():
@@ -92,7 +104,7 @@ site S {
 """
     e = _one(text, "E634")
     assert _where(e) == ("d.astral",) + _at(text, "1)")
-    assert e.notes[-1] == "`Transformer` reads it as `count` at stdlib/power.astral:194:11"
+    assert _related(e)[-1] == ("`Transformer` reads it as `count`", "stdlib/power.astral", 194, 11)
 
 
 SHELF = """import stdlib.power { HVDC240, PowerShelf }
@@ -112,14 +124,16 @@ site S {
 
 def test_rectifier_modules_read_from_an_argument_stand_at_it_and_the_stdlibs_at_its_line():
     """PowerShelf's `modules = 6 * shelves`: at `shelves = 2` when the user gives it (E627 had
-    its own rule: where the feeder names the rectifier), at the stdlib's line for its
-    default of 8 shelves."""
+    its own rule: where the feeder names the rectifier); for its default of 8 shelves at the
+    user's `PowerShelf()` (it stood at the stdlib's line), the stdlib's line its related span."""
     text = SHELF.replace("@SHELF@", "PowerShelf(shelves = 2)")
     e = _one(text, "E627")
     assert _where(e) == ("d.astral",) + _at(text, "2)")
-    assert e.notes == ("`PowerShelf` reads it as `modules` at stdlib/power.astral:140:13",)
-    e = _one(SHELF.replace("@SHELF@", "PowerShelf()"), "E627")
-    assert _where(e) == ("stdlib/power.astral", 140, 13)
+    assert _related(e) == [("`PowerShelf` reads it as `modules`", "stdlib/power.astral", 140, 13)]
+    text = SHELF.replace("@SHELF@", "PowerShelf()")
+    e = _one(text, "E627")
+    assert _where(e) == ("d.astral",) + _at(text, "PowerShelf()")
+    assert _related(e) == [("`PowerShelf` states `modules` here", "stdlib/power.astral", 140, 13)]
 
 
 def test_an_approach_given_to_a_stdlib_air_unit_is_where_its_supply_is_out_of_reach():
@@ -136,7 +150,7 @@ site S {
 """
     e = _one(text, "E651")
     assert _where(e) == ("d.astral",) + _at(text, "20 K")
-    assert e.notes == ("`RearDoor` reads it as `approach` at stdlib/cooling.astral:82:14",)
+    assert _related(e) == [("`RearDoor` reads it as `approach`", "stdlib/cooling.astral", 82, 14)]
 
 
 def test_a_value_passed_on_through_stdlib_templates_and_parts_keeps_the_users_place():
@@ -169,7 +183,8 @@ site S {
 
 def test_a_value_a_stdlib_template_refuses_stands_on_the_users_argument(tmp_path):
     # `Rectifier(module = -5 kW)`: the stdlib's `module = module` refuses it (E315); it stood at
-    # stdlib/power.astral's `module` with a note naming the user's line
+    # stdlib/power.astral's `module` with a note naming the user's line, then at the user's with
+    # a note naming the stdlib's: the stdlib's line is its related span
     import astral_dsl
 
     path = tmp_path / "neg.astral"
@@ -186,5 +201,5 @@ def test_a_value_a_stdlib_template_refuses_stands_on_the_users_argument(tmp_path
     found = astral_dsl.check(astral_dsl.compile(path)).diagnostics
     (e,) = [d for d in found if d.code == "E315"]
     assert (e.span.file, e.span.start.line, e.span.start.column) == (str(path), 8, 45)
-    assert any(n.startswith("`Rectifier` reads it as `module` at ") and "power.astral:" in n
-               for n in e.notes)
+    ((said, file, _, _),) = _related(e)
+    assert said == "`Rectifier` reads it as `module`" and file == "stdlib/power.astral"

@@ -251,6 +251,31 @@ def test_the_bounded_child_says_its_death_and_raises_its_errors(small_budget):
     assert small_budget.bounded(pid, "x", handed=[b""])[2] != os.getpid()
 
 
+def test_a_child_at_its_cap_is_ended_as_over_budget_not_left_to_fail_mappings(small_budget,
+                                                                              monkeypatch):
+    """A parse at its address-space cap went on, every object it made one failed mapping of an
+    arena (730,000 of them, 6.4 s, for each hostile file above, before its MemoryError): the
+    parent now ends a child within an arena of its cap, with the memory budget's E781. This
+    child fills its space to there and then waits, as one that failed mappings would go on."""
+    import mmap
+    import resource
+    import time
+
+    monkeypatch.setattr(small_budget, "BUDGET", 64 << 20)
+
+    def fill(handed):
+        cap = resource.getrlimit(resource.RLIMIT_AS)[0]
+        with open("/proc/self/statm") as fh:
+            size = int(fh.read().split()[0]) * resource.getpagesize()
+        held = mmap.mmap(-1, cap - size - small_budget.ARENA // 2)
+        time.sleep(30)
+        return len(held)
+
+    with pytest.raises(small_budget.OverBudget, match=r"took more than the reader's memory "
+                                                       r"budget \(64 MiB beyond"):
+        small_budget.bounded(fill, handed=[])
+
+
 def test_the_bounded_child_is_the_out_of_memory_killers_first_choice(small_budget):
     """On a machine with less free memory than the budget the kernel kills the child (E781),
     not the process that reads the files or another program."""

@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses import formulas
+from astral_dsl.analyses import feeder_backing, formulas
 from astral_dsl.analyses.conductors import power_factor_domain
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
 from astral_dsl.analyses.formulas import units_left
@@ -273,10 +273,16 @@ def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[fl
                 root.span, "declare feeders with `mechanical = true` (the mechanical "
                            "switchboards' supply)"))
         return []
-    return [one_feeder(f, replicas, [], 0.0, _partners(decls, owner, f), resolve, cache, failed,
-                       diags, reqs, None, carried)
-            for (replicas, owner, f), carried in zip(decls, _site_loads(mult, cache, decls,
-                                                                        by_site, diags))]
+    out = [one_feeder(f, replicas, [], 0.0, _partners(decls, owner, f), resolve, cache, failed,
+                      diags, reqs, None, carried)
+           for (replicas, owner, f), carried in zip(decls, _site_loads(mult, cache, decls,
+                                                                       by_site, diags))]
+    example = feeder_backing.evidence(i for _, i in mult.values() if i.kind == "feeder")
+    for (replicas, owner, f), r in zip(decls, out):      # W635, as for the IT feeders
+        diags.extend(feeder_backing.unbacked(f, _partners(decls, owner, f), r.count, r.load_w,
+                                             example, replicas,
+                                             "with `mechanical = true` beside it"))
+    return out
 
 
 def _side(f: Instance) -> Optional[str]:

@@ -253,7 +253,8 @@ def size(circuit: Instance, replicas: int, draws: List[Draw], extra: Tuple[float
                                     f"fluid properties of facility water `{circuit.path}` at "
                                     f"{readable.celsius(supply + rise / 2)}: {exc}",
                                     circuit.span_of("fluid") or circuit.span_of("supply"),
-                                    fluids.unavailable_hint(exc)))
+                                    fluids.unavailable_hint(exc),
+                                    notes=fluids.unavailable_notes(exc)))
     missing: List[str] = []
     if flow is not None and head and eff:
         pump = formulas.pump_power(flow, head, eff)

@@ -206,8 +206,8 @@ def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool)
     if limit is not None and ratio is not None and ratio > limit * (1 + 1e-9):
         said, allowed = readable.percents_apart(ratio, limit)
         diags.append(_err("E622", f"voltage drop on `{f.path}` is "
-                                  f"{format_number(round(drop, 2))} V ({said} of the "
-                                  f"{format_number(round(voltage, 2))} V it carries its current "
+                                  f"{readable.voltage(drop)} ({said} of the "
+                                  f"{readable.voltage(voltage)} it carries its current "
                                   f"at), above the declared {allowed}",
                           f.span_of("max_voltage_drop"),
                           "shorten the run or use a larger cross-section"))

@@ -62,9 +62,19 @@ def undeclared_power(design: Design) -> List[Diagnostic]:
         out.append(_warn("W690", f"{kind} `{name}` declares no `power`: its "
                                  f"{readable.grouped(n)} replica(s) count as 0 W in the IT "
                                  f"load", leaf.span,
-                         f"declare `power` on `{name}` (its data sheet figure), or on the part "
-                         f"that holds it"))
+                         _power_hint(kind, name, leaf)))
     return out
+
+
+def _power_hint(kind: str, name: str, leaf: Instance) -> str:
+    """Declare the power on the part; but a stdlib part (Instance.used_at: brought in from a
+    stdlib template) is not the user's to edit: a part of their own that states it."""
+    if leaf.used_at is None:
+        return f"declare `power` on `{name}` (its data sheet figure), or on the part that holds it"
+    mine = f"My{name}"
+    return (f"`{name}` is the stdlib's, not yours to edit: use a {kind} of your own that states "
+            f"it (its data sheet figure), `{kind} {mine} = {name} {{ power = ... }}`, or declare "
+            f"`power` on the part that holds it")
 
 
 _AC_ONLY = ("phases", "power_factor", "reactance")

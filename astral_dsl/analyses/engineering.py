@@ -16,7 +16,7 @@ from astral_dsl.analyses.power import PowerResult, analyse_power
 from astral_dsl.analyses.served import Served
 from astral_dsl.analyses.utilization import Averages
 from astral_dsl.analyses.walk import Resolver, multiplicities
-from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
+from astral_dsl.diagnostics import Diagnostic, Related, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.uses import noted
 
@@ -130,9 +130,11 @@ def scenario_diagnostics(outcome: ScenarioOutcome, scenario: Instance) -> List[D
     what = "required scenario" if outcome.required else "scenario"
     # each broken constraint, then its own notes (what it counts, its arithmetic) under it
     notes = tuple(note for d in broken for note in
-                  (f"breaks: [{d.code}] {d.message}" +
-                   (f" ({d.span.file}:{d.span.start.line})" if d.span else ""),
-                   *(f"[{d.code}] {n}" for n in d.notes)))
+                  (f"breaks: [{d.code}] {d.message}", *(f"[{d.code}] {n}" for n in d.notes)))
+    # where each broken constraint stands: a related span each (a snippet in the terminal,
+    # a range in JSON and editors), labelled with its code as its note is
+    related = tuple(dict.fromkeys(Related(d.span, f"[{d.code}] breaks here")
+                                  for d in broken if d.span is not None))
     return named + [Diagnostic(code, severity, f"{what} `{outcome.name}` breaks {len(broken)} "
                                                f"constraint(s)", scenario.span, None,
-                               notes=notes)]
+                               notes=notes, related=related)]

@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 
 
 from astral_dsl import records
-from astral_dsl.analyses import conductors, feeder_voltage
+from astral_dsl.analyses import conductors, feeder_backing, feeder_voltage
 from astral_dsl.analyses.feeder_equipment import (Requirement, _err, _si, _sym, _warn,
                                                   battery, recharge, rectifier,
                                                   sizing_factors)
@@ -96,6 +96,7 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
     """Every feeder the sites hold. `failed`: paths of feeders a scenario has failed;
     `averages` (analyses/utilization.py): the average draw of what they serve, for losses."""
     out: List[FeederResult] = []
+    example = feeder_backing.evidence(i for _, i in mult.values() if i.kind == "feeder")
     for replicas, owner in mult.values():
         feeders = [m.value for m in owner.members
                    if isinstance(m.value, Instance) and m.value.kind == "feeder"
@@ -110,6 +111,8 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
                         and _sym(g.field("side")) != _sym(f.field("side"))]
             out.append(one_feeder(f, replicas, parts[id(f)], served.network(f)[0], partners,
                                    resolve, cache, failed, diags, reqs, averages, owner=owner))
+            diags.extend(feeder_backing.unbacked(f, partners, out[-1].count, out[-1].load_w,
+                                                 example, replicas))
     return out
 
 
@@ -263,6 +266,14 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
     rect_eff = _si(rect.field("efficiency")) if rect is not None else None
     if rect_eff is not None:        # the rectifier upstream of the feeder's own conversion
         eff = rect_eff * eff if eff is not None else rect_eff
+    if rect is not None and rect_eff is None and eff is not None and load > 0:
+        diags.append(_warn("W624", f"rectifier `{rect.path}` of feeder `{f.path}` declares no "
+                                   f"`efficiency`: its AC-DC conversion losses count as 0 W in "
+                                   f"the facility power and the PUE, only the feeder's own "
+                                   f"{format_number(round(eff * 100, 4))} % counts",
+                           f.span_of("rectifier"),
+                           "declare `efficiency = ...` on the rectifier, from its data sheet "
+                           "(stdlib.power's `Rectifier` states one)"))
     if eff is None and load > 0:
         diags.append(_warn("W624", f"feeder `{f.path}` declares no conversion `efficiency` "
                                    f"(nor does a rectifier on it): its conversion losses count "

@@ -39,7 +39,7 @@ from astral_dsl.stdio import library_output
 
 __all__ = [
     "ATMOSPHERIC_PA", "TEMP_RESOLUTION_C", "ZERO_CELSIUS_K",
-    "CoolPropMissing", "FluidProperties", "resolve_name", "properties", "density", "specific_heat",
+    "CoolPropMissing", "FluidProperties", "OutOfRange", "unavailable_notes", "resolve_name", "properties", "density", "specific_heat",
     "cache_info", "cache_clear", "coolprop_version",
 ]
 
@@ -69,6 +69,50 @@ class FluidProperties(NamedTuple):
 
 class CoolPropMissing(ValueError):
     """The fluid or state is not in the shipped table, and CoolProp is not installed."""
+
+
+class OutOfRange(ValueError):
+    """CoolProp has no properties of the fluid at the state asked: the message in this
+    project's words (what is out of which range, in degC), `detail` CoolProp's own text."""
+
+    def __init__(self, message: str, detail: str):
+        super().__init__(message)
+        self.detail = detail
+
+
+_NUM = r"([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
+# CoolProp's texts of a state outside a fluid's range (temperatures in kelvin, without a unit)
+_RANGE = re.compile(rf"Your temperature {_NUM} is not between {_NUM} and {_NUM}")
+_FREEZES = re.compile(rf"Your temperature {_NUM} is below the freezing point of {_NUM}")
+_MELTS = re.compile(rf"T \[{_NUM} K\] below Tmelt\(p\) \[{_NUM} K\]")
+_MIX = re.compile(rf"Your composition {_NUM} is not between {_NUM} and {_NUM}")
+
+
+def _c(kelvin: str) -> str:
+    return f"{round(float(kelvin) - ZERO_CELSIUS_K, 3) + 0.0:g} degC"
+
+
+def _out_of_range(name: str, temp_c: float, where: str, text: str) -> str:
+    """Why CoolProp has no properties of `name` at `temp_c`, from its text `text`."""
+    m = _RANGE.search(text)
+    if m:
+        return (f"outside the temperatures CoolProp has for {name!r}, {_c(m.group(2))} to "
+                f"{_c(m.group(3))}")
+    m = _FREEZES.search(text) or _MELTS.search(text)
+    if m:
+        return f"{name!r} is frozen at {where}: it freezes at {_c(m.group(2))} (CoolProp)"
+    m = _MIX.search(text)
+    if m:
+        return (f"the concentration {float(m.group(1)):g} of {name!r} (the mass fraction in "
+                f"its brackets) is outside the {float(m.group(2)):g} to "
+                f"{float(m.group(3)):g} CoolProp has for that mixture")
+    return f"CoolProp has no properties for {name!r} at {where}"
+
+
+def unavailable_notes(exc: ValueError) -> tuple:
+    """The notes of E646 for the error `properties` raised: CoolProp's own text, if any."""
+    detail = getattr(exc, "detail", None)
+    return (f"CoolProp: {detail}",) if detail else ()
 
 
 def _coolprop():
@@ -135,8 +179,8 @@ def _coolprop_lookup(name: str, temp_c: float, pressure_pa: float,
         if "Initialize failed" in msg or "was not found" in msg:
             raise ValueError(f"unknown fluid {name!r} (not a CoolProp fluid name; "
                              f"e.g. 'Water', 'INCOMP::MPG[0.25]' or 'PG25')") from None
-        raise ValueError(f"no properties for fluid {name!r} at {where}: "
-                         f"{msg.split(' : PropsSI(')[0]}") from None
+        raise OutOfRange(_out_of_range(name, temp_c, where, msg.split(" : PropsSI(")[0]),
+                         msg.split(" : PropsSI(")[0].strip()) from None
     if not (math.isfinite(rho) and math.isfinite(cp) and rho > 0.0 and cp > 0.0):
         raise ValueError(f"no valid properties for fluid {name!r} at {where} "
                          f"(density {rho!r}, cp {cp!r})")

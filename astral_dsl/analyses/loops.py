@@ -136,9 +136,11 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
             density, cp = props.density, props.cp
             flow = formulas.liquid_flow(heat, density, cp, rise)
         except ValueError as exc:
-            diags.append(_err("E646", f"fluid properties of `{fluid.path}` at "
-                                      f"{readable.celsius(supply_c + rise / 2)}: {exc}",
-                              inst.span_of("fluid"), fluids.unavailable_hint(exc)))
+            diags.append(Diagnostic("E646", Severity.ERROR, f"fluid properties of "
+                                    f"`{fluid.path}` at {readable.celsius(supply_c + rise / 2)}: "
+                                    f"{exc}", inst.span_of("fluid"),
+                                    fluids.unavailable_hint(exc),
+                                    notes=fluids.unavailable_notes(exc)))
     cdu = resolve(inst.field("cdu"))
     cap = _si(cdu.field("capacity")) if cdu is not None else None
     cdu_flow = _si(cdu.field("max_flow")) if cdu is not None else None

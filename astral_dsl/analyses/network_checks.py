@@ -246,6 +246,14 @@ def _ports(nic: Instance) -> int:
 _FAMILY = {"infiniband": "InfiniBand", "ethernet": "Ethernet", "roce": "Ethernet"}
 
 
+def _a(name: str) -> str:
+    """`name` after its indefinite article, as it is said: "an" before a vowel sound (an
+    Ethernet, an NVLink: an initialism's F, H, L, M, N, R, S or X is said with one), else "a"
+    (a RoCE, a Fibre Channel)."""
+    spelt = name[:2].isupper() and name[0] in "FHLMNRSX"
+    return f"{'an' if name[:1] in 'AEIOUaeiou' or spelt else 'a'} {name}"
+
+
 def _protocol(inst: Optional[Instance]) -> Optional[str]:
     p = inst.field("protocol") if inst is not None else None
     return p.name if isinstance(p, Symbol) else None
@@ -312,7 +320,7 @@ def _stated_instead(model: str, protocol: Optional[str]) -> str:
     families = " and ".join(sorted({_FAMILY.get(p, p) for n, p in others if p}))
     listed = ", ".join(f"`{n}`" for n, _ in others)
     return (f"; the stdlib states the power of its {families} switches only ({listed}), not "
-            f"of an {_FAMILY[protocol]} one like `{model}`")
+            f"of {_a(_FAMILY[protocol])} one like `{model}`")
 
 
 @functools.lru_cache(maxsize=1)

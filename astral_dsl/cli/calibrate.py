@@ -32,8 +32,8 @@ def register(sub) -> None:
     c.add_argument("--max-iterations", type=int, default=ITERATIONS, metavar="N",
                    help=f"at most N iterations of the least-squares fit (default {ITERATIONS})")
     c.add_argument("--docs", metavar="FILE.md",
-                   help="rewrite the calibration tables between FILE.md's markers from the fit "
-                        "(make calibrate: docs/seer.md)")
+                   help="rewrite the calibration tables between FILE.md's markers from the fit, "
+                        "and nothing else (make calibrate: docs/seer.md)")
     add_runs_options(c, "a fit to compare with (exit 1 when the refit differs from it)")
     add_common(c, params=False)
 
@@ -76,14 +76,9 @@ def run(args, overrides) -> int:
         return usage(f"--by-source {unknown[0]}: no table of that name (tables: "
                      f"{', '.join(names)})")
     if args.docs:
-        try:
-            docs_text = _docs_text(args.docs)
-        except (OSError, UnicodeDecodeError) as exc:
-            return usage(f"--docs: cannot read {args.docs}: "
-                         f"{getattr(exc, 'strerror', None) or exc}")
-        if not out.markers(docs_text):
-            return usage(f"--docs: {args.docs} marks no calibration table "
-                         "(<!-- calibration:accuracy --> ... <!-- /calibration:accuracy -->)")
+        refused = _docs_refused(args, out)
+        if refused is not None:
+            return refused
     json_out = args.format == "json"
     old, failed = read_calibration(args)
     if failed is not None:
@@ -129,8 +124,12 @@ def run(args, overrides) -> int:
             docs_text = _docs_text(args.docs)
             if not out.markers(docs_text):
                 return usage(f"--docs: {args.docs} no longer marks a calibration table")
-            with open(output(args.docs), "w", encoding="utf-8") as fh:
-                fh.write(out.rewrite(docs_text, doc))
+            text = out.rewrite(docs_text, doc)
+            if text != docs_text:
+                with open(output(args.docs), "w", encoding="utf-8", newline="") as fh:
+                    fh.write(text)
+        except out.MarkerError as exc:
+            return usage(f"--docs: {args.docs}, {exc}")
         except (OSError, UnicodeDecodeError) as exc:
             return usage(f"--docs {args.docs}: {getattr(exc, 'strerror', None) or exc}")
     if json_out:
@@ -153,6 +152,37 @@ def run(args, overrides) -> int:
                 f"reproduces {args.calibration} exactly" if not differ else
                 f"differs from {args.calibration}: " + "; ".join(differ)) + "\n")
     return EXIT_ERRORS if differ or rejected else EXIT_OK
+
+
+DOCS = (".md", ".markdown")
+
+
+def _docs_refused(args, out) -> Optional[int]:
+    """The usage error of a --docs that is not what it is for (None when it is): a Markdown
+    file, none of the files the command reads, whose markers pair (outputs/calibration.py
+    regions; said before the fit, which takes minutes). It rewrote any file that held the
+    markers' text, and what lay between markers that did not pair."""
+    if not args.docs.lower().endswith(DOCS):
+        return usage(f"--docs {args.docs}: the tables are rewritten in a Markdown file "
+                     "(FILE.md, as docs/seer.md); name one")
+    clobbers = written_over("--docs", args.docs, [*args.tables, args.gpu_file,
+                                                  args.calibration])
+    if clobbers is not None:
+        return clobbers
+    try:
+        docs_text = _docs_text(args.docs)
+    except (OSError, UnicodeDecodeError) as exc:
+        return usage(f"--docs: cannot read {args.docs}: "
+                     f"{getattr(exc, 'strerror', None) or exc}")
+    try:
+        marked = out.markers(docs_text)
+    except out.MarkerError as exc:
+        return usage(f"--docs: {args.docs}, {exc}")
+    if not marked:
+        return usage(f"--docs: {args.docs} marks no calibration table "
+                     "(<!-- calibration:accuracy --> ... <!-- /calibration:accuracy -->, "
+                     "each on a line of its own)")
+    return None
 
 
 def _docs_text(path) -> str:

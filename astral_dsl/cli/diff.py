@@ -89,8 +89,11 @@ def _renamed(result, folder: Path, rev: str):
 
     def fix(d):
         span = attrs.evolve(d.span, file=name(d.span.file)) if d.span is not None else None
+        related = tuple(attrs.evolve(r, span=attrs.evolve(r.span, file=name(r.span.file)))
+                        for r in d.related)
         return attrs.evolve(d, span=span, file=name(d.file) if d.file else d.file,
-                            message=d.message.replace(base + os.sep, f"{rev}:"))
+                            message=d.message.replace(base + os.sep, f"{rev}:"),
+                            related=related)
 
     design = result.design
     checks = tuple(attrs.evolve(c, span=attrs.evolve(c.span, file=name(c.span.file)))

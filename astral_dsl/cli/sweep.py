@@ -18,7 +18,8 @@ def register(sub) -> None:
         "2..10:2 or a comma list such as 40kW,45kW; the first --grid varies slowest."))
     s.add_argument("file", metavar="FILE", nargs="?")
     s.add_argument("--grid", action="append", default=[], metavar="NAME=VALUES",
-                   help="values of a top-level param: 2..6, 2..10:2, 40kW..50kW:5kW or a,b,c")
+                   help="values of a top-level param: 2..6, 2..10:2, 40kW..50kW:5kW or a,b,c "
+                        "(a value listed twice is evaluated once, with a note)")
     s.add_argument("--job", metavar="NAME", help="also forecast this job at every point")
     s.add_argument("--scenario", metavar="NAME", help="evaluate every point under this scenario")
     s.add_argument("-o", "--output", metavar="FILE.csv|FILE.jsonl",
@@ -210,6 +211,8 @@ def run(args, overrides) -> int:
     calibration, failed = read_calibration(args)
     if failed is not None:
         return failed
+    if not args.plot and (args.format != "human" or args.output):
+        return _streamed(args, overrides, cluster, calibration)
     update, stop = progress_bar(sys.stderr.isatty(), "sweep")
     try:
         result = sweep.run(args.file, args.grid, overrides, job=args.job,
@@ -242,15 +245,64 @@ def run(args, overrides) -> int:
     elif args.format == "jsonl":
         sys.stdout.write(out.jsonl(result, args.scenario is not None))
     elif args.output:
-        valid, points = sum(r["valid"] for r in result.rows), len(result.rows)
-        sys.stdout.write(f"{result.file}: {points} point{'' if points == 1 else 's'} "
-                         f"({valid} valid) written to {args.output}\n")
+        _written(result.file, len(result.rows), sum(r["valid"] for r in result.rows),
+                 args.output)
     else:
         from astral_dsl.outputs.table import terminal_width
 
         sys.stdout.write(out.table(result, args.scenario, colour(args),
                                    terminal_width(sys.stdout)))
     return EXIT_OK if all(r["valid"] for r in result.rows) else EXIT_ERRORS
+
+
+def _streamed(args, overrides, cluster, calibration) -> int:
+    """Every output but the table and the plot: each row written as it comes, none held
+    (outputs/sweep_stream.py), with the bytes of the held rows' outputs."""
+    from astral_dsl.explore import sweep
+    from astral_dsl.explore.engines import EngineError, engine
+    from astral_dsl.outputs.sweep_stream import OutputError, Stream
+
+    try:
+        plan = sweep.plan(args.file, args.grid, overrides, job=args.job,
+                          scenario=args.scenario, calibration=calibration)
+    except sweep.SweepError as exc:
+        if not exc.diagnostics:
+            return usage(str(exc))
+        return _no_rows(args, exc.diagnostics, args.file)   # E213, E221, E216, E802
+    if plan.fatal:                 # the file cannot be read or parsed: no point can mend it
+        return _no_rows(args, plan.base.diagnostics, plan.file)
+    try:
+        eng = engine(cluster, args.workers)
+    except EngineError as exc:
+        return _no_rows(args, [cluster_failure(exc)], args.file)
+    try:
+        with Stream(plan, args.scenario, args.job, args.format, args.output,
+                    sys.stdout) as stream:
+            update, stop = progress_bar(sys.stderr.isatty(), "sweep")
+            try:
+                for row in sweep.evaluate(plan, eng, update):
+                    stream.add(row)
+            finally:
+                stop()
+            if args.format != "json":       # the document holds them
+                for note in plan.notes:
+                    sys.stderr.write(f"note: {note}\n")
+            stream.finish()
+    except OutputError as exc:          # -o's file: cannot be opened, or written
+        return usage(f"-o {args.output}: {exc}")
+    except EngineError as exc:          # the cluster, before any row (its scatter)
+        return _no_rows(args, [cluster_failure(exc)], args.file)
+    finally:
+        if hasattr(eng, "close"):
+            eng.close()
+    if args.format == "human":
+        _written(plan.file, stream.points, stream.valid, args.output)
+    return EXIT_OK if stream.valid == stream.points else EXIT_ERRORS
+
+
+def _written(file: str, points: int, valid: int, output: str) -> None:
+    sys.stdout.write(f"{file}: {points} point{'' if points == 1 else 's'} "
+                     f"({valid} valid) written to {output}\n")
 
 
 def _no_rows(args, diagnostics, file) -> int:

@@ -3,13 +3,16 @@ from astral_dsl.diagnostics.diagnostic import (
     Diagnostic,
     DiagnosticError,
     Position,
+    Related,
     Severity,
     Span,
     did_you_mean,
     excerpt,
     has_errors,
+    moved_to,
     sort_diagnostics,
     span_at,
+    with_related,
 )
 from astral_dsl.diagnostics.codes import CODES, describe
 
@@ -18,12 +21,15 @@ __all__ = [
     "Diagnostic",
     "DiagnosticError",
     "Position",
+    "Related",
     "Severity",
     "Span",
     "describe",
     "did_you_mean",
     "excerpt",
     "has_errors",
+    "moved_to",
     "sort_diagnostics",
     "span_at",
+    "with_related",
 ]

@@ -145,6 +145,7 @@ CODES: dict[str, str] = {
     "W632": "power factor below any plausible load's",
     "W633": "battery figure outside its standard's or its cells' limits",
     "W634": "feeders serving the same parts on the same side",
+    "W635": "feeder that nothing backs in a redundant design",
     "E640": "cooling loop capacity exceeded",
     "E641": "cooling capacity exceeded with one CDU failed",
     "E642": "supply temperature above what the hardware accepts",

@@ -75,6 +75,15 @@ def span_at(file: str, line: int, column: int, end_line: int, end_column: int) -
 
 
 @records.frozen
+class Related:
+    """A secondary place of a diagnostic, with what it is there: rustc's labelled note span, the
+    LSP's DiagnosticRelatedInformation. A diagnostic that the user's use of a stdlib template
+    causes stands on the user's line; its related span is the template's line in the stdlib."""
+    span: Span
+    message: str
+
+
+@records.frozen
 class Diagnostic:
     code: str
     severity: Severity
@@ -83,6 +92,7 @@ class Diagnostic:
     hint: str | None = None
     file: str | None = None  # for diagnostics without a span
     notes: tuple[str, ...] = ()
+    related: tuple[Related, ...] = ()
 
     @property
     def filename(self) -> str | None:
@@ -91,6 +101,23 @@ class Diagnostic:
     @property
     def is_error(self) -> bool:
         return self.severity is Severity.ERROR
+
+
+def moved_to(d: Diagnostic, at: Span | None, what: str) -> Diagnostic:
+    """`d` standing at `at` (the user's line that brings in what `d` is about), its own span
+    kept as a related one labelled `what` (the stdlib's line); `d` itself when `at` is None,
+    it has no span, or `at` is in its span's file."""
+    if at is None or d.span is None or at.file == d.span.file:
+        return d
+    return attrs.evolve(d, span=at, related=(Related(d.span, what),) + d.related)
+
+
+def with_related(d: Diagnostic, span: Span | None, what: str) -> Diagnostic:
+    """`d` with a related span labelled `what` (kept once)."""
+    if span is None:
+        return d
+    extra = Related(span, what)
+    return d if extra in d.related else attrs.evolve(d, related=d.related + (extra,))
 
 
 class DiagnosticError(Exception):

@@ -38,8 +38,13 @@ def chunks(n: int, workers: int, largest: int = 16) -> List[range]:
     that a lost chunk costs little."""
     if n <= 0:
         return []
-    size = max(1, min(largest, math.ceil(n / (workers * 8))))
+    size = chunk_size(n, workers, largest)
     return [range(i, min(n, i + size)) for i in range(0, n, size)]
+
+
+def chunk_size(n: int, workers: int, largest: int = 16) -> int:
+    """The items of each of chunks(n, workers)."""
+    return max(1, min(largest, math.ceil(n / (workers * 8))))
 
 
 class LocalEngine:

@@ -14,7 +14,7 @@ import math
 import re
 import sys
 from fractions import Fraction
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 
 from astral_dsl import records
@@ -193,14 +193,45 @@ def _parse_spec(name: str, spec: str) -> Grid:
     items = [t.strip() for t in split_list(text)]
     if any(not t for t in items):
         raise GridError(f"--grid {name}={spec}: an empty value in the list")
-    values = []
+    values: List[str] = []
+    first: Dict[object, str] = {}          # each value's key: the value it repeats
+    again: Dict[str, List[str]] = {}       # a value kept: the repeats of it dropped
     for item in items:
         if _NUMBER.fullmatch(item):
             num, unit = _fraction(item, "value")
-            values.append(_show(num, unit))
+            value, key = _show(num, unit), _same(num, unit)
         else:
-            values.append(item)
-    return Grid(name, tuple(values))
+            value = key = item
+        if key in first:
+            again.setdefault(first[key], []).append(item)
+            continue
+        first[key] = value
+        values.append(value)
+    return Grid(name, tuple(values), _repeats(name, text, values, again))
+
+
+def _same(num: Fraction, unit: str) -> object:
+    """What two listed numbers share when they are the same value: `40kW` and `40000 W`,
+    `1` and `1.0` (a temperature point by its unit as written: `20degC` is not `293.15K`)."""
+    if not unit:
+        return num
+    from astral_dsl.units import parse_unit
+
+    u = parse_unit(unit)
+    if u.point:
+        return (num, unit)
+    return (num * Fraction(u.scale), u.dims)
+
+
+def _repeats(name: str, text: str, values: List[str],
+             again: Dict[str, List[str]]) -> Optional[str]:
+    """The note of a list that gives a value more than once: each point is evaluated once (a
+    repeat would be a second row of the same point, the same work again)."""
+    if not again:
+        return None
+    said = "; ".join(f"`{v}` again as " + ", ".join(f"`{r}`" for r in again[v])
+                     for v in values if v in again)
+    return f"--grid {name}={text} lists a value more than once ({said}): each is evaluated once"
 
 
 def split_list(text: str) -> List[str]:
@@ -299,10 +330,11 @@ def parse_grids(specs: Sequence[str], sets: Dict[str, str]) -> List[Grid]:
     return grids
 
 
-def points(grids: Sequence[Grid]) -> List[Dict[str, str]]:
-    """Every point of the grid, the first grid varying slowest."""
+def points(grids: Sequence[Grid]) -> Iterator[Dict[str, str]]:
+    """Every point of the grid, the first grid varying slowest, each made as it is taken (a
+    sweep takes a round of them at a time: explore/sweep.py evaluate)."""
     names = [g.name for g in grids]
-    return [dict(zip(names, combo)) for combo in itertools.product(*[g.values for g in grids])]
+    return (dict(zip(names, combo)) for combo in itertools.product(*[g.values for g in grids]))
 
 
 def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:

@@ -8,14 +8,16 @@ Rows come back in grid order (the first grid varying slowest) whatever finished 
 that fails is a row with its diagnostics."""
 from __future__ import annotations
 
+import itertools
+import math
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.explore.bundle import load_with_bundle
-from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
+from astral_dsl.explore.engines import REFUSED, chunk_size, engine as make_engine
 from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, points
 from astral_dsl.explore.point import (FORECAST, SUMMARY, PointOptions, are_rows,
                                       evaluate_points)
@@ -77,14 +79,39 @@ def front_end_fatal(design) -> bool:
                for d in design.diagnostics)
 
 
-def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
-        job: Optional[str] = None, scenario: Optional[str] = None, cluster=None,
-        workers: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
-        engine=None, calibration=None) -> SweepResult:
-    """Every point of the grids (module docstring). `calibration`: Seer's constants for the
-    forecasts with `job` (a seer.calibration.Calibration; default: the shipped fit).
-    `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it, before any work)."""
-    local_workers("workers", workers)
+@records.frozen
+class Plan:
+    """A sweep that can start: its grids, the base design (compiled with --set only), what the
+    workers get (the bundle) and how each point is evaluated. `fatal`: the file cannot be read,
+    parsed or imported, and no point can mend it (front_end_fatal)."""
+    file: str
+    grids: Sequence[Grid]
+    base: Any
+    bundle: Any
+    sets: Dict[str, str]
+    options: PointOptions
+    fatal: bool = False
+    # some source it reads writes `price`: a point may have a cost (explore/cost.py; prices are
+    # never built in); when none does, no point has the cost column
+    priceable: bool = True
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(g.values) for g in self.grids)
+
+    @property
+    def notes(self) -> List[str]:
+        return [g.note for g in self.grids if g.note]
+
+    def columns(self, cost: bool) -> Tuple[str, ...]:
+        """The metric columns, in order: `cost` when some point is priced."""
+        return SUMMARY + (("cost_usd",) if cost else ()) + (
+            FORECAST if self.options.forecast else ())
+
+
+def plan(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
+         job: Optional[str] = None, scenario: Optional[str] = None, calibration=None) -> Plan:
+    """The sweep of run() before any point is evaluated; SweepError for what cannot start."""
     sets = dict(sets or {})
     try:
         grids = parse_grids(grid_specs, sets)
@@ -97,8 +124,11 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     texts = [v[1:-1] for g in grids for v in g.values if len(v) >= 2 and v[0] == v[-1] == '"']
     ws, bundle = load_with_bundle(path, sets, texts)     # a text may name a data file
     base = ws.design
+    options = PointOptions(job=job, forecast=job is not None, scenario=scenario,
+                           calibration=calibration)
     if front_end_fatal(base):
-        return SweepResult(base.file, grids, (), base, ())
+        return Plan(base.file, grids, base, bundle, sets, options, fatal=True)
+    priceable = any("price" in text for _, text in ws.sources())
     params = dict(base.params)
     unknown = [g.name for g in grids if g.name not in params]
     if unknown:             # E213, exit 1, as `--set` of a name the design does not declare
@@ -121,42 +151,67 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         unknown = unknown_scenarios(base, {scenario})
         if unknown:
             raise SweepError(f"{unknown[0].message} ({unknown[0].hint})", unknown)
-    options = PointOptions(job=job, forecast=job is not None, scenario=scenario,
-                           calibration=calibration)
-    grid_points = points(grids)
-    eng = engine or make_engine(cluster, workers)
-    parts = chunks(len(grid_points), getattr(eng, "workers", 1))
+    return Plan(base.file, grids, base, bundle, sets, options, priceable=priceable)
+
+
+def evaluate(p: Plan, eng, progress: Optional[Callable[[int, int], None]] = None
+             ) -> Iterator[Dict[str, Any]]:
+    """The rows of the plan's points, in grid order, as they are evaluated: each row
+    {"params": {name: value}, "valid", "metrics", "diagnostics"}. The points are made and sent
+    a round at a time (ROUND chunks a worker, see engines.chunks), and a round's rows are given
+    before the next round starts, so the memory held is a round's, whatever the grid's size.
+    `eng`: where they run (engines.engine; the caller closes it)."""
+    total = p.size
+    size = chunk_size(total, getattr(eng, "workers", 1))
+    every = points(p.grids)
     finished = [0]
+    handle = eng.scatter(p.bundle) if hasattr(eng, "scatter") else p.bundle
+    round_points = size * ROUND * getattr(eng, "workers", 1)
+    for first in range(0, total, round_points):
+        batch = list(itertools.islice(every, min(round_points, total - first)))
+        parts = [range(i, min(len(batch), i + size)) for i in range(0, len(batch), size)]
 
-    def done(k: int) -> None:
-        finished[0] += len(parts[k])
-        if progress is not None:
-            progress(finished[0], len(grid_points))
+        def done(k: int, parts=parts) -> None:
+            finished[0] += len(parts[k])
+            if progress is not None:
+                progress(finished[0], total)
 
-    def lost(k: int, why: str):
-        return [_lost_row(why, bundle.entry_name) for _ in parts[k]]
+        def lost(k: int, why: str, parts=parts):
+            return [_lost_row(why, p.bundle.entry_name) for _ in parts[k]]
 
-    try:                          # the engine closes whatever happens (Ctrl-C in the scatter)
-        handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
-        tasks = [(evaluate_points, (handle, [{**sets, **grid_points[i]} for i in part], options))
-                 for part in parts]
+        tasks = [(evaluate_points, (handle, [{**p.sets, **batch[i]} for i in part],
+                                    p.options)) for part in parts]
         results = eng.run(tasks, done, lost)
+        for k, (part, chunk_rows) in enumerate(zip(parts, results)):
+            if not are_rows(chunk_rows, len(part)):     # from another version, or a rogue
+                chunk_rows = lost(k, REFUSED)
+            for i, row in zip(part, chunk_rows):
+                yield {"params": batch[i], **row}
+
+
+ROUND = 8       # chunks a worker per round: as engines.chunks makes them for a small sweep
+
+
+def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
+        job: Optional[str] = None, scenario: Optional[str] = None, cluster=None,
+        workers: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
+        engine=None, calibration=None) -> SweepResult:
+    """Every point of the grids (module docstring), every row held. `calibration`: Seer's
+    constants for the forecasts with `job` (a seer.calibration.Calibration; default: the
+    shipped fit). `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it,
+    before any work). `astral sweep` writes its rows as they come instead (plan, evaluate)."""
+    local_workers("workers", workers)
+    p = plan(path, grid_specs, sets, job, scenario, calibration)
+    if p.fatal:
+        return SweepResult(p.file, p.grids, (), p.base, ())
+    eng = engine or make_engine(cluster, workers)
+    try:                          # the engine closes whatever happens (Ctrl-C in the scatter)
+        rows = tuple(evaluate(p, eng, progress))
     finally:
         if engine is None and hasattr(eng, "close"):
             eng.close()
-    rows = []
-    for k, (part, chunk_rows) in enumerate(zip(parts, results)):
-        if not are_rows(chunk_rows, len(part)):         # from another version, or a rogue
-            chunk_rows = lost(k, REFUSED)
-        for i, row in zip(part, chunk_rows):
-            rows.append({"params": grid_points[i], **row})
-    columns = list(SUMMARY)
-    if any("cost_usd" in r["metrics"] for r in rows):
-        columns.append("cost_usd")
-    if options.forecast:
-        columns.extend(FORECAST)
-    return SweepResult(base.file, grids, tuple(rows), base, tuple(columns),
-                       eng.description)
+    columns = p.columns(any("cost_usd" in r["metrics"] for r in rows))
+    return SweepResult(p.file, p.grids, rows, p.base, columns, eng.description)
 
 
 def _lost_row(why: str, file: str) -> Dict[str, Any]:

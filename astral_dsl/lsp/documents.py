@@ -22,7 +22,7 @@ from astral_dsl.lsp import workers
 from astral_dsl.lsp.analysis import Analysis, analyse
 from astral_dsl.lsp.positions import Lines
 from astral_dsl.lsp.project import by_real_path, path_uri, real_path, same_file, uri_path
-from astral_dsl.lsp.published import (failed_analysis, memory_analysis, stopped_analysis, to_lsp,
+from astral_dsl.lsp.published import (converted, failed_analysis, memory_analysis, stopped_analysis,
                                       uncompiled)
 from astral_dsl.lsp.protocol import AstralProtocol, NotOpen, RequestFailed
 
@@ -351,9 +351,8 @@ class AstralServer(LanguageServer):
         if self.shown.get(a.uri) == (a.version, a.diagnostics):
             return
         self.shown[a.uri] = (a.version, a.diagnostics)
-        lines = self.lines(a.text)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=a.uri, diagnostics=[to_lsp(d, lines) for d in a.diagnostics], version=a.version))
+            uri=a.uri, diagnostics=converted(self, a.diagnostics, a.text), version=a.version))
 
     def _checked(self, uri: str, version: int, text: str, found) -> None:
         """The worker's diagnostics of `version`, published at once (the server's own compile,
@@ -364,9 +363,8 @@ class AstralServer(LanguageServer):
         if (doc.version or 0) != version or doc.source != text:
             return
         self.shown[uri] = (version, found)
-        lines = self.lines(text)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=uri, diagnostics=[to_lsp(d, lines) for d in found], version=version))
+            uri=uri, diagnostics=converted(self, found, text), version=version))
 
     # -- other files, for references ---------------------------------------------------------------
     def project_analyses(self, a: Analysis) -> List[Analysis]:

@@ -1,17 +1,18 @@
 """What the editor is shown of an analysis's diagnostics: each placed in the document being
 edited (a problem in an imported file shown on the import that brings it in, its file and
-position in its message; `placed`, run where the analysis ran, in the worker process), then
-converted to the LSP's (`to_lsp`); and the one diagnostic of an analysis that failed (E000),
-ran out of time (E407) or out of memory (E410)."""
+position in its message and its place there a related location; `placed`, run where the
+analysis ran, in the worker process), then converted to the LSP's (`to_lsp`: related spans as
+relatedInformation, the stdlib's line of a template the user's line brings in); and the one
+diagnostic of an analysis that failed (E000), ran out of time (E407) or out of memory (E410)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import attrs
 from lsprotocol import types as lsp
 
-from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.diagnostics import Diagnostic, Related, Severity
 from astral_dsl.lsp.positions import Lines
 
 _SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
@@ -20,31 +21,104 @@ _SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
 
 
 def placed(a) -> Tuple[Diagnostic, ...]:
-    """The diagnostics of the analysis `a`, each with a span in its entry file (or none)."""
-    return tuple(_place(d, a) for d in a.diagnostics)
+    """The diagnostics of the analysis `a`, each with a span in its entry file (or none), and
+    its related spans' files named by their URIs (`to_lsp`'s locations)."""
+    return tuple(_uris(_place(d, a), a) for d in a.diagnostics)
 
 
 def _place(d: Diagnostic, a) -> Diagnostic:
     span = d.span
     if span is not None and span.file != a.entry.name:
-        # a problem in an imported file: shown on the import that brings it in
+        # a problem in an imported file: shown on the import that brings it in, where it
+        # stands in that file its related location
         return attrs.evolve(d, span=_import_span(a, span.file),
                             message=f"{span.file}:{span.start.line}:{span.start.column}: "
-                                    f"{d.message}")
+                                    f"{d.message}",
+                            related=(Related(span, "where it stands, in the imported file"),) + d.related)
     if span is None and d.filename not in (None, a.entry.name):
         return attrs.evolve(d, message=f"{d.filename}: {d.message}")
     return d
 
 
-def to_lsp(d: Diagnostic, lines: Lines) -> lsp.Diagnostic:
-    """A placed diagnostic as the LSP's (its notes and hint in the message)."""
+def _uris(d: Diagnostic, a) -> Diagnostic:
+    """`d` with each related span's file as the URI of its module (kept where it has none)."""
+    if not d.related:
+        return d
+    return attrs.evolve(d, related=tuple(
+        attrs.evolve(r, span=attrs.evolve(r.span, file=_uri(a, r.span.file)))
+        for r in d.related))
+
+
+def _uri(a, file: str) -> str:
+    module = a.modules.get(file)
+    if module is not None and module.is_entry:
+        return a.uri
+    if module is not None and module.path is not None:
+        from astral_dsl.lsp.project import path_uri
+
+        return path_uri(module.path)
+    return file
+
+
+def to_lsp(d: Diagnostic, lines: Lines, lines_of: Optional[Callable] = None,
+           related: bool = True) -> lsp.Diagnostic:
+    """A placed diagnostic as the LSP's (its notes and hint in the message); its related spans
+    as relatedInformation (`lines_of(uri)`: the Lines of that file, for its columns; None:
+    read as code points), or notes in the message for a client that does not show them
+    (`related` False)."""
     message = d.message
     for note in d.notes:
         message += f"\nnote: {note}"
     if d.hint:
         message += f"\nhint: {d.hint}"
+    info = None
+    if d.related and related:
+        info = [lsp.DiagnosticRelatedInformation(
+            location=lsp.Location(uri=r.span.file,
+                                  range=((lines_of and lines_of(r.span.file)) or _NONE)
+                                  .range(r.span)),
+            message=r.message) for r in d.related]
+    elif d.related:
+        message += "".join(f"\nnote: {r.message} ({_shown(r.span)})" for r in d.related)
     return lsp.Diagnostic(range=lines.range(d.span), severity=_SEVERITY[d.severity],
-                          code=d.code, source="astral", message=message)
+                          code=d.code, source="astral", message=message,
+                          related_information=info)
+
+
+_NONE = Lines("")
+
+
+def _shown(span) -> str:
+    """`file:line:column` of a related span whose file is a URI (`_uris`), as a path."""
+    from astral_dsl.lsp.project import uri_path
+
+    path = uri_path(span.file) if span.file.startswith("file:") else None
+    return f"{path if path is not None else span.file}:{span.start.line}:{span.start.column}"
+
+
+def converted(ls, found, text: str) -> list:
+    """The placed diagnostics `found` of a document of `text` as the LSP's, for the server
+    `ls`: their related spans (the stdlib's line of a template the user's line brings in) as
+    relatedInformation when the client said it takes it, else as notes in the message."""
+    from astral_dsl.lsp.project import uri_path
+
+    lines, others = ls.lines(text), {}
+
+    def lines_of(uri: str) -> Optional[Lines]:
+        if uri not in others:
+            path = uri_path(uri)
+            other = ls.overlay(path) if path is not None else None
+            if other is None and path is not None:
+                try:
+                    other = path.read_text(encoding="utf-8")
+                except (OSError, UnicodeError):
+                    other = None
+            others[uri] = ls.lines(other) if other is not None else None
+        return others[uri]
+
+    caps = getattr(getattr(ls, "client_capabilities", None), "text_document", None)
+    shown = getattr(getattr(caps, "publish_diagnostics", None), "related_information", None)
+    return [to_lsp(d, lines, lines_of, shown is True) for d in found]
 
 
 def _import_span(a, file: str):

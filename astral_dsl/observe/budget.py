@@ -9,7 +9,10 @@ million entries is 87 kB gzipped and 90 MB inflated, and its read peaked at 2.2 
 fit, a JSON Lines row, a CSV row of millions of cells. Rather than a bound per field (and one
 more for each field a later reader takes), the parse of a file above FROM_BYTES (inflated) runs
 in a child whose address space (RLIMIT_AS) is what it holds at the fork plus BUDGET: past it
-the parsers raise MemoryError (or the child dies), and the caller says E781.
+the parsers raise MemoryError (or the child dies), and the caller says E781. The parent watches
+the child's address space and ends it once no more of the allocator's arenas fit under its cap
+(_watch): a parse building a value whole went on at the cap for seconds, one failed mapping an
+object, before its MemoryError.
 
 BUDGET (6 GiB) is above what a real file at the caps takes: a trace at 1 GiB about 1.1 GiB more
 than its bytes (docs/diagnose.md); a rank log of 4,000,000 rows, peer and op filled, 3.9 GB in
@@ -25,6 +28,7 @@ unbounded as before."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from typing import Callable, TypeVar
@@ -69,7 +73,8 @@ def bounded(parse: Callable[..., T], *args, handed: list) -> T:
             _TASK = None
             handed.clear()
             try:
-                kind, value = future.result()
+                full = _watch(pool, future)
+                kind, value = ("memory", None) if full else future.result()
             except BrokenProcessPool:
                 raise OverBudget("the read of the file died (out of memory, or killed)") from None
             except MemoryError:                  # sending its result back
@@ -80,6 +85,51 @@ def bounded(parse: Callable[..., T], *args, handed: list) -> T:
         raise OverBudget(f"the read of the file took more than the reader's memory budget "
                          f"({BUDGET >> 20:,} MiB beyond the file's bytes)")
     return value
+
+
+POLL_S = 0.01        # how often the parent looks at the child's address space
+ARENA = 1 << 20      # what Python's allocator maps at a time (an arena of 3.10 on): a child
+#                      within this of its cap can map no more
+
+
+def _watch(pool, future) -> bool:
+    """Wait for the child's parse; True when its address space came within ARENA of its cap
+    first, the child then ended. At its cap a parse building a value whole (tests/
+    test_trace_budget.py's hostile files) did not stop: every object it still made tried to
+    map an arena and failed, and took the memory it freed elsewhere, one failed mapping each
+    (730,000 of them, seconds, for a budget of 8 MiB) before the MemoryError. The child
+    cannot watch itself (the parser holds the interpreter while it builds), so this process
+    does, from /proc, and ends it as soon as no arena fits."""
+    from concurrent.futures import wait
+
+    pids = list((getattr(pool, "_processes", None) or {}))
+    if len(pids) != 1 or not hasattr(_resource(), "prlimit"):
+        return False
+    pid, cap, page = pids[0], None, os.sysconf("SC_PAGE_SIZE")
+    while not wait([future], timeout=POLL_S)[0]:
+        try:
+            if cap is None:           # set by the child's _limit, once it has started
+                soft = _resource().prlimit(pid, _resource().RLIMIT_AS)[0]
+                cap = None if soft == _resource().RLIM_INFINITY else soft
+                continue
+            with open(f"/proc/{pid}/statm") as fh:
+                size = int(fh.read().split()[0]) * page
+        except (OSError, ValueError):     # gone: the future says how
+            continue
+        if size + ARENA > cap:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            wait([future])
+            return True
+    return False
+
+
+def _resource():
+    import resource
+
+    return resource
 
 
 def _start() -> None:

@@ -166,19 +166,72 @@ TABLES: Dict[str, Callable[[dict], str]] = {"accuracy": markdown_accuracy,
                                             "outside": markdown_outside}
 
 
+class MarkerError(ValueError):
+    """Markers that do not mark tables as `--docs` rewrites them (regions)."""
+
+
+_MARKER = re.compile(r"<!-- (/?)calibration:(\S*) -->")
+_FENCE = re.compile(r" {0,3}(```|~~~)")
+
+
+def regions(markdown: str) -> List[tuple]:
+    """The marked tables of `markdown`: (name, first line, end line) in its lines (keeping
+    their ends), the text to replace being lines[first:end]. A marker is a line of its own
+    outside a fenced code block (a marker quoted in prose or in an example is text); each names
+    a table of TABLES, at most once, and its closing marker follows it before any other marker.
+    MarkerError says which line breaks that: the rewrite would replace what lies between
+    markers that do not pair (a missing closing marker took the rest of the file up to the
+    next table's)."""
+    out, open_, seen, fenced = [], None, {}, None
+    for i, line in enumerate(markdown.splitlines(keepends=True), 1):
+        fence = _FENCE.match(line)
+        if fence:
+            fenced = None if fenced == fence.group(1) else fenced or fence.group(1)
+            continue
+        m = _MARKER.fullmatch(line.rstrip("\r\n").strip())
+        if fenced or not m:
+            continue
+        closing, name = m.group(1) == "/", m.group(2)
+        if name not in TABLES:
+            raise MarkerError(f"line {i}: `{m.group(0)}` names no table (the tables: "
+                              f"{', '.join(TABLES)})")
+        if closing:
+            if open_ is None or open_[0] != name:
+                raise MarkerError(f"line {i}: `{m.group(0)}` closes no open "
+                                  f"`<!-- calibration:{name} -->`" + (
+                                      f" (`{open_[0]}`, line {open_[1]}, is open)"
+                                      if open_ else ""))
+            out.append((name, open_[1], i - 1))
+            open_ = None
+            continue
+        if open_ is not None:
+            raise MarkerError(f"line {i}: `{m.group(0)}` opens a table inside `{open_[0]}`'s "
+                              f"(line {open_[1]}): close it first")
+        if name in seen:
+            raise MarkerError(f"line {i}: `{name}` is marked a second time (first at line "
+                              f"{seen[name]})")
+        seen[name] = i
+        open_ = (name, i)
+    if open_ is not None:
+        raise MarkerError(f"line {open_[1]}: `<!-- calibration:{open_[0]} -->` is never closed "
+                          f"(`<!-- /calibration:{open_[0]} -->`)")
+    return out
+
+
 def rewrite(markdown: str, doc: dict) -> str:
-    """`markdown` with every marked table generated from `doc` (module docstring)."""
-    for name, make in TABLES.items():
-        pattern = re.compile(rf"(<!-- calibration:{name} -->\n)(?:.*?\n)?"
-                             rf"(<!-- /calibration:{name} -->)", re.S)
-        markdown = pattern.sub(lambda m: m.group(1) + make(doc) + "\n" + m.group(2), markdown)
-    return markdown
+    """`markdown` with every marked table generated from `doc` (module docstring), in the
+    line ends of its opening marker; every other line as it was (MarkerError as regions)."""
+    lines = markdown.splitlines(keepends=True)
+    for name, first, end in reversed(regions(markdown)):
+        ending = lines[first - 1][len(lines[first - 1].rstrip("\r\n")):] or "\n"
+        table = TABLES[name](doc)
+        lines[first:end] = [ln + ending for ln in table.split("\n")]
+    return "".join(lines)
 
 
 def markers(markdown: str) -> List[str]:
-    """The table names marked in `markdown`."""
-    return [n for n in TABLES if f"<!-- calibration:{n} -->" in markdown
-            and f"<!-- /calibration:{n} -->" in markdown]
+    """The table names marked in `markdown` (MarkerError as regions)."""
+    return [name for name, _, _ in regions(markdown)]
 
 
 # ---- the terminal ---------------------------------------------------------------------------------

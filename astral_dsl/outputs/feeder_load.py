@@ -4,10 +4,15 @@ its own efficiency (`FeederResult.input_ratio`), over its capacity. The checks E
 current (analyses/feeders.py) use the same power, so a picture that reads 93.5 % agrees with
 the report's 93.5 % and with the check that fires above 100 %. The battery capacity installed
 (what is bought: `strings` x `string_capacity`, or the strings sizing chose), beside the
-capacity needed (`PowerResult.battery_ah`)."""
+capacity needed (`PowerResult.battery_ah`). What a feeder's batteries are sized for and by which
+IEEE 485 factors, one wording for the size text, the review's feeder table and the power
+picture (`battery_basis`)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
+
+from astral_dsl.analyses.feeder_equipment import factors_text
+from astral_dsl.analyses.feeders import DUTY
 
 
 def all_feeders(eng):
@@ -49,3 +54,19 @@ def battery_not_declared_ah(feeders) -> float:
     """The capacity needed by the batteries that declare no installed capacity."""
     return sum(f.replicas * f.count * (f.battery_required_ah or 0.0) for f in feeders
                if f.battery_available_ah is None)
+
+
+def battery_basis(f) -> Tuple[str, str]:
+    """Which share of feeder `f`'s load its batteries are sized to ride through (`DUTY`) and
+    the IEEE 485 factors their need is multiplied by: ("its share with one feeder failed",
+    "IEEE 485: aging 1.25 x design margin 1.1"); ("", "") without a battery sized."""
+    if not f.battery_for:
+        return "", ""
+    return DUTY[f.battery_for], factors_text(f.battery_factors)
+
+
+def battery_sized_for(f) -> str:
+    """`battery_basis` in one phrase: "its share with one feeder failed (IEEE 485: aging 1.25 x
+    design margin 1.1)"; "" without a battery sized."""
+    duty, factors = battery_basis(f)
+    return f"{duty} ({factors})" if duty else ""

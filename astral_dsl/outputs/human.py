@@ -1,5 +1,6 @@
 """Diagnostics for people, in the style of rustc and Elm: a header, the source line, a caret
-underline, notes and a hint."""
+underline, notes and a hint, then each related span (the stdlib's line of a template the user's
+line brings in) as rustc's labelled note, with its own snippet."""
 from __future__ import annotations
 
 import textwrap
@@ -23,40 +24,54 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
     out = [f"{c(_COLOURS[d.severity], f'{d.severity.value}[{d.code}]')}: "
            f"{c(_BOLD, printable(d.message))}"]
     span = d.span
+    gutter = max([len(str(s.end.line)) for s in [span] + [r.span for r in d.related]
+                  if s is not None] or [1])
     if span is None:
         if d.filename:
             out.append(f"  {c(_BLUE, '-->')} {printable(d.filename)}")
     else:
-        gutter = len(str(span.end.line))
-        pad = " " * gutter
-        out.append(f"{pad}{c(_BLUE, '-->')} {printable(span.file)}:{span.start.line}:"
-                   f"{span.start.column}")
-        text = line_of(span.file, span.start.line)
-        if text is None and span.start.line > 1 and line_of(span.file, span.start.line - 1) \
-                is not None:
-            text = ""          # the end of a file that ends with a newline
-        if text is not None:
-            text = text.replace("\t", " ")
-            start = span.start.column - 1
-            if span.end.line == span.start.line:
-                width = max(1, span.end.column - span.start.column)
-            else:
-                width = max(1, len(text) - start)
-            text, start, width = _window(text, start, width)
-            text, start, width = _escaped(text, start, width)
-            out.append(f"{pad} {c(_BLUE, '|')}")
-            out.append(f"{c(_BLUE, str(span.start.line).rjust(gutter))} {c(_BLUE, '|')} {text}")
-            marks = " " * start + "^" * width
-            out.append(f"{pad} {c(_BLUE, '|')} {c(_COLOURS[d.severity], marks)}")
-    lead = " " * (len(str(span.end.line)) if span else 1)
+        out.extend(_snippet(span, line_of, gutter, lambda text: c(_BLUE, text),
+                            lambda text: c(_COLOURS[d.severity], text)))
+    lead = " " * gutter
     for note in d.notes:
         out.append(f"{lead} {c(_BLUE, '=')} note: {printable(note)}")
     if d.hint:
         out.append(f"{lead} {c(_BLUE, '=')} hint: {printable(d.hint)}")
+    # a related span (the stdlib's line of a template the user's line brings in) as rustc's
+    # labelled note: its message, then its own snippet
+    for r in d.related:
+        out.append(f"{c(_BOLD, 'note')}: {printable(r.message)}")
+        out.extend(_snippet(r.span, line_of, gutter, lambda text: c(_BLUE, text),
+                            lambda text: c(_BLUE, text)))
     return "\n".join(out)
 
 
 MAX_SHOWN = 120
+
+
+def _snippet(span, line_of, gutter: int, blue, marked) -> list:
+    """`--> file:line:column`, the span's first line and its caret underline (none of the
+    source when the line cannot be read)."""
+    pad = " " * gutter
+    out = [f"{pad}{blue('-->')} {printable(span.file)}:{span.start.line}:{span.start.column}"]
+    text = line_of(span.file, span.start.line)
+    if text is None and span.start.line > 1 and line_of(span.file, span.start.line - 1) \
+            is not None:
+        text = ""          # the end of a file that ends with a newline
+    if text is None:
+        return out
+    text = text.replace("\t", " ")
+    start = span.start.column - 1
+    if span.end.line == span.start.line:
+        width = max(1, span.end.column - span.start.column)
+    else:
+        width = max(1, len(text) - start)
+    text, start, width = _window(text, start, width)
+    text, start, width = _escaped(text, start, width)
+    out.append(f"{pad} {blue('|')}")
+    out.append(f"{blue(str(span.start.line).rjust(gutter))} {blue('|')} {text}")
+    out.append(f"{pad} {blue('|')} {marked(' ' * start + '^' * width)}")
+    return out
 
 
 def _window(text: str, start: int, width: int):

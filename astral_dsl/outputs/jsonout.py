@@ -16,15 +16,21 @@ FORMAT_VERSION = 1
 def diagnostic_json(d: Diagnostic) -> Dict[str, Any]:
     out: Dict[str, Any] = {"code": d.code, "severity": d.severity.value, "message": d.message,
                            "file": d.filename}
-    if d.span is not None:
-        out["range"] = {"start": {"line": d.span.start.line, "column": d.span.start.column},
-                        "end": {"line": d.span.end.line, "column": d.span.end.column}}
-    else:
-        out["range"] = None
+    out["range"] = _range(d.span) if d.span is not None else None
     out["hint"] = d.hint
     if d.notes:
         out["notes"] = list(d.notes)
+    if d.related:
+        # secondary places (the stdlib's line of a template the user's line brings in), as
+        # the LSP's relatedInformation: each its file, range and what it is there
+        out["related"] = [{"message": r.message, "file": r.span.file, "range": _range(r.span)}
+                          for r in d.related]
     return out
+
+
+def _range(span) -> Dict[str, Any]:
+    return {"start": {"line": span.start.line, "column": span.start.column},
+            "end": {"line": span.end.line, "column": span.end.column}}
 
 
 def envelope(diagnostics: Iterable[Diagnostic], **fields: Any) -> Dict[str, Any]:

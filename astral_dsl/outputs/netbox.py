@@ -28,7 +28,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
 from astral_dsl.outputs.netbox_csv import write_csv
-from astral_dsl.outputs.netbox_names import distinct, slug, slugs
+from astral_dsl.outputs.netbox_names import distinct, same_maker, slug, slugs
 from astral_dsl.regularfile import created
 from astral_dsl.units import Quantity
 
@@ -79,7 +79,7 @@ def write(design, directory: str, devices=None) -> Written:
         ((names[p.site], names[p.location] if p.location else "", names[p.path], STATUS,
           _units(p.instance), p.path) for p in racks), optional=("u_height",))
     hosts = [p for p in found if p.kind == "host"]
-    types = _device_types(hosts, sws)
+    types = same_maker(_device_types(hosts, sws), notes)
     makers = slugs(t.manufacturer for t in types.values())
     types = distinct(types, makers, notes)
     kinds = sorted({t.slug: t for t in types.values()}.values(), key=lambda t: t.slug)

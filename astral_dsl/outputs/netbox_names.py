@@ -9,7 +9,12 @@ share a name (a host template with other NICs passed as an argument) or a slug (
 no longer held (NetBox's import refuses them), or a type with another's interfaces. Each keeps
 its name and slug where it is alone; the others, in the order the design lists them, get the
 next free slug (`acme-inc-2`, its types' slugs made from it) and a type its model numbered
-(`Node (2)`), said in a note."""
+(`Node (2)`), said in a note.
+
+A manufacturer is one whatever the case of its name: NetBox refuses a second manufacturer whose
+name differs from one it has in case only, and "NVIDIA" and "Nvidia" are one company. The
+vendors a design writes so are exported as the name it writes first (same_maker), said in a
+note; they were two manufacturers (`nvidia`, `nvidia-2`), the devices of each under its own."""
 from __future__ import annotations
 
 import re
@@ -46,6 +51,29 @@ def slugs(names: Iterable[str]) -> Dict[str, str]:
     return out
 
 
+def same_maker(types: Dict[object, "DeviceType"], notes: List[str]
+               ) -> Dict[object, "DeviceType"]:
+    """`types` with the manufacturers whose names differ in case only (or in the spaces around
+    them) made one: the name the design's order gives first, said in `notes`."""
+    first: Dict[str, str] = {}
+    renamed: Dict[str, set] = {}
+    for t in types.values():
+        name = first.setdefault(_fold(t.manufacturer), t.manufacturer)
+        if name != t.manufacturer:
+            renamed.setdefault(name, set()).add(t.manufacturer)
+    for name, others in renamed.items():
+        notes.append("manufacturer " + ", ".join(f"`{o}`" for o in sorted(others))
+                     + f" is exported as `{name}`: NetBox holds one manufacturer of a name "
+                     "whatever its case")
+    return {key: t if first[_fold(t.manufacturer)] == t.manufacturer else attrs.evolve(
+        t, manufacturer=first[_fold(t.manufacturer)],
+        slug=slug(f"{first[_fold(t.manufacturer)]}-{t.model}")) for key, t in types.items()}
+
+
+def _fold(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
 def distinct(types: Dict[object, "DeviceType"], makers: Dict[str, str],
              notes: List[str]) -> Dict[object, "DeviceType"]:
     """`types` (key -> a DeviceType, in the design's order) with each distinct device type
@@ -71,4 +99,4 @@ def distinct(types: Dict[object, "DeviceType"], makers: Dict[str, str],
     return {key: renamed[t] for key, t in types.items()}
 
 
-__all__ = ["distinct", "slug", "slugs"]
+__all__ = ["distinct", "same_maker", "slug", "slugs"]

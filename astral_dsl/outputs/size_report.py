@@ -6,14 +6,13 @@ from typing import List
 
 from astral_dsl.analyses import formulas, network_groups
 from astral_dsl.analyses.engineering import Engineering
-from astral_dsl.analyses.feeder_equipment import factors_text
-from astral_dsl.analyses.feeders import DUTY
 from astral_dsl.analyses.network_failures import declared
 from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
 from astral_dsl.outputs.table import Field, Table, bold, fold, print_table
-from astral_dsl.outputs.feeder_load import all_feeders, failover_through_w, through_w
+from astral_dsl.outputs.feeder_load import (all_feeders, battery_sized_for, failover_through_w,
+                                           through_w)
 from astral_dsl.units import format_number, readable
 
 __all__ = ["bom", "bom_lines", "chosen_json", "chosen_lines", "objective_line", "render_report",
@@ -163,7 +162,7 @@ def _feeder_lines(fs) -> List[str]:
                         f" V less the {format_number(round(f.voltage_drop_v, 2))} V drop)")
         if f.battery_for:
             bits.append(f"batteries sized for {readable.power(f.battery_w)}, "
-                        f"{DUTY[f.battery_for]} ({factors_text(f.battery_factors)})")
+                        f"{battery_sized_for(f)}")
         if f.recharge_w:
             bits.append(f"rectifiers sized for the load and {readable.power(f.recharge_w)} of "
                         f"battery recharge")

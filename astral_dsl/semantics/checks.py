@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List
 
 from astral_dsl import records
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, moved_to
 from astral_dsl.model.design import CheckResult
 from astral_dsl.model.values import POISON, Symbol, Values, show
 from astral_dsl.semantics import operators
@@ -30,9 +30,12 @@ def run_checks(ev, frames, mult: Dict[int, int], paths: Dict[int, str],
         if frame.kind == "scenario" and frame.name != scenario:
             continue
         for check, env in frame.checks:
+            before = len(ev.diagnostics)
             r = _one(ev, check, env, count, paths.get(id(frame), frame.name), written)
             if r is not None:
                 results.append(r)
+            if env.module.is_stdlib and len(ev.diagnostics) > before:
+                ev.diagnostics[before:] = [_brought(frame, d) for d in ev.diagnostics[before:]]
     for check, env in module_checks:
         r = _one(ev, check, env, 1, env.module.key, written)
         if r is not None:
@@ -160,6 +163,14 @@ def _one(ev, check: ast.Check, env: Env, count: int, where: str, written: Writte
         ev.diagnostics.append(Diagnostic(code, severity, shown, cond.span,
                                          None, notes=tuple(notes)))
     return result
+
+
+def _brought(frame, d: Diagnostic) -> Diagnostic:
+    """A check of a stdlib template's body (GB300_NVL72's power shelves) that fails stands on
+    the user's line that brings the instance in, which the user acts on; the check's line in
+    the stdlib is its related span."""
+    template = frame.template.name if frame.template is not None else frame.name
+    return moved_to(d, frame.used_at, f"{frame.kind} `{template}` checks it here")
 
 
 class _NotBool(Exception):

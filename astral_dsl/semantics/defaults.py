@@ -7,7 +7,8 @@ them works before every data sheet is at hand, and says what it assumed: `HGX8` 
 field the part's kind has and the part leaves out falls back: a misspelt field is still E209.
 The warning stands at the first place in the user's own files the value comes from (the
 template's declaration, else where a stdlib template is instantiated); where that is a stdlib
-template's body (NVL72's trays), a note names the user's line that brings the part in.
+template's body (NVL72's trays), at the user's line that brings the part in, the stdlib's line
+its related span.
 
 `interpolate(x, [x1, ..., xn], [y1, ..., yn], "table")`: a value read from a table of listed
 points (x1 < ... < xn), linear between the two listed points around x (the point's own value at a
@@ -16,7 +17,7 @@ the table. The stdlib's `Transformer` reads its efficiency from the US DOE's tab
 rating this way."""
 from __future__ import annotations
 
-from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.diagnostics import Diagnostic, Severity, moved_to
 from astral_dsl.model.values import ListValue, type_name
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.frames import Env, Frame, frame_of
@@ -47,12 +48,12 @@ def eval_default(x, e: ast.Call, env: Env):
     owner = env.frame
     span = _where(owner) if owner is not None else e.span
     kind = getattr(part, "kind", "part")
-    x.host.diagnostics.append(Diagnostic(
+    x.host.diagnostics.append(_used(owner, Diagnostic(
         "W212", Severity.WARNING,
         f"{kind} `{part.name}` states no `{name}`: assumed {value}"
         + (f" for {owner.kind} `{owner.name}`" if owner is not None else ""),
         span or e.span, _hint(part, kind, name, target.obj, env),
-        notes=(f"assumed: {reason}",) + _used(owner, span)))
+        notes=(f"assumed: {reason}",))))
     return value
 
 
@@ -113,16 +114,13 @@ def _where(frame: Frame):
     return frame.called_at
 
 
-def _used(frame, span) -> tuple:
-    """A note naming where the design brings `frame` in, when the warning stands in the stdlib
-    (a stdlib template's part: NVL72's trays, asked for in NVL72's body), as `file:line:column`
-    of the user's file (`rack Nvl = NVL72()`): the stdlib line alone did not say which line of
-    theirs it comes from."""
-    at = frame.used_at if frame is not None else None
-    if at is None or span is None or at.file == span.file:
-        return ()
-    return (f"{frame.kind} `{frame.name}` comes into the design at {at.file}:{at.start.line}:"
-            f"{at.start.column}",)
+def _used(frame, d: Diagnostic) -> Diagnostic:
+    """`d` on the line of the user's file that brings `frame` in (`rack Nvl = NVL72()`), when
+    it stands in the stdlib (a stdlib template's part: NVL72's trays, asked for in NVL72's
+    body), the stdlib's line kept as its related span: the user cannot edit the stdlib."""
+    if frame is None or frame.template is None or not frame.template.module.is_stdlib:
+        return d
+    return moved_to(d, frame.used_at, f"{frame.kind} `{frame.name}` is made here")
 
 
 TABLE_USAGE = 'write `interpolate(x, [x1, x2, ...], [y1, y2, ...], "table")` with x1 < x2 < ' \
@@ -157,12 +155,12 @@ def eval_interpolate(x, e: ast.Call, env: Env):
         end = ys[0] if below else ys[-1]
         frame = frame_of(env)
         span = _where(frame) if frame is not None else None
-        x.host.diagnostics.append(Diagnostic(
+        x.host.diagnostics.append(_used(frame, Diagnostic(
             "W215", Severity.WARNING,
             f"{at} is {'below' if below else 'above'} the range of {what}, {xs[0]} to "
             f"{xs[-1]}: its value at {xs[0] if below else xs[-1]}, {end}, is assumed",
             span or e.span, "state the value from the equipment's data sheet, or keep to "
-                            f"the table's range ({xs[0]} to {xs[-1]})"))
+                            f"the table's range ({xs[0]} to {xs[-1]})")))
         return end
     i = next(i for i, a in enumerate(xs) if at.compare(a) <= 0)
     if i == 0 or at.compare(xs[i]) == 0:

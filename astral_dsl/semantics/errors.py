@@ -4,8 +4,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-import attrs
-
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.values import POISON
 from astral_dsl.semantics.keywords import read_as_name
@@ -93,9 +91,11 @@ def check(value):
 
 def in_instance(frame, fn):
     """fn(), a field of `frame` being evaluated; a diagnostic it raises from the body of a
-    template that takes parameters is noted with the instance: `H(p = 1)` and `H(p = 2)`
-    fail at the same place of `host H(p) { power = p }`, and the note tells them apart and
-    leads to the argument, perhaps in another file."""
+    template that takes parameters has the instance's call as its related span: `H(p = 1)`
+    and `H(p = 2)` fail at the same place of `host H(p) { power = p }`, and the related span
+    tells them apart and leads to the argument, perhaps in another file. In a stdlib
+    template's body, which the user does not edit, the diagnostic stands on the user's line
+    that brings the instance in, the body's line its related span."""
     try:
         return fn()
     except DiagnosticError as exc:
@@ -109,9 +109,10 @@ def _noted(frame, d: Diagnostic) -> Diagnostic:
     body = template.decl.span
     if d.span.file != body.file or not body.start <= d.span.start < body.end:
         return d
-    from astral_dsl.diagnostics import excerpt
+    from astral_dsl.diagnostics import excerpt, moved_to, with_related
     from astral_dsl.model.values import show
 
     args = ", ".join(f"{k} = {excerpt(show(v), 24)}" for k, v in frame.args.items())
-    note = f"in `{template.name}({args})`, made at {at}"
-    return attrs.evolve(d, notes=d.notes + (note,)) if note not in d.notes else d
+    if template.module.is_stdlib and frame.used_at is not None:
+        return moved_to(d, frame.used_at, f"in `{template.name}({args})`")
+    return with_related(d, at, f"in `{template.name}({args})`, made here")

@@ -3,9 +3,7 @@ schema, and equipment counts left to sizing (completing whole frames: complete.p
 the instantiator `it` (semantics/instantiate.py), which owns the frames."""
 from __future__ import annotations
 
-import attrs
-
-from astral_dsl.diagnostics import DiagnosticError, Span, did_you_mean
+from astral_dsl.diagnostics import DiagnosticError, Span, did_you_mean, moved_to
 from astral_dsl.model.kinds import KINDS, EnumType, ListType, StrType
 from astral_dsl.model.values import (POISON, Group, ListValue, Symbol, UnknownValue, show,
                                       type_name)
@@ -158,8 +156,8 @@ def _field(it, frame: Frame, name: str):
 def _at_origin(frame: Frame, name: str, d: FieldDef, env: Env, diag):
     """A value refused where a stdlib template's field reads it (`Rectifier`'s `module =
     module`, given -5 kW): the diagnostic stands on the user's argument that sets it
-    (semantics/origins.py), as the analyses' do, with a note naming the template's line that
-    reads it; where the stdlib states the value itself, it stays in the stdlib."""
+    (semantics/origins.py), as the analyses' do, the template's line that reads it its related
+    span; where the stdlib states the value itself, it stays in the stdlib."""
     span = d.value_expr.span
     if not env.module.is_stdlib or diag.span != span:
         return diag
@@ -172,8 +170,7 @@ def _at_origin(frame: Frame, name: str, d: FieldDef, env: Env, diag):
     if origin is None or origin.file == span.file:
         return diag
     owner = frame.template.name if frame.template is not None else frame.name
-    return attrs.evolve(diag, span=origin, notes=diag.notes + (
-        f"`{owner}` reads it as `{name}` at {span.file}:{span.start.line}:{span.start.column}",))
+    return moved_to(diag, origin, f"`{owner}` reads it as `{name}`")
 
 
 def _options_fit(it, e, env, type_, name: str) -> None:

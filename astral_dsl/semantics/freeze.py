@@ -38,9 +38,11 @@ class Freezer:
                 spans.append((name, own))
                 members.append(Member(name, self.value(value, owned=True), d.name_span))
                 continue
-            # where the user's files set it (a stdlib template's parameter, an argument):
-            # semantics/origins.py; the template's own expression, when the stdlib states it
-            at = of_field(frame, name) if d.env.module.is_stdlib else own
+            # where the user's files set it (a stdlib template's parameter, an argument, a
+            # scenario's `set`): semantics/origins.py; the template's own expression, when the
+            # stdlib states it
+            at = of_field(frame, name) if d.env.module.is_stdlib else \
+                d.origin if d.value_expr is None and d.origin is not None else own
             if at is None:
                 stated.append(name)
             elif at != own:

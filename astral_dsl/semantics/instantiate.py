@@ -237,11 +237,13 @@ class Instantiator:
             return frame
         return self._make(*frame.recipe[:3], frame.depth, frame.recipe[3])
 
-    def given(self, frame: Frame, name: str, value) -> None:
-        """Give field `name` of a frame not yet evaluated this value (a scenario's `set`)."""
+    def given(self, frame: Frame, name: str, value, at: Optional[Span] = None) -> None:
+        """Give field `name` of a frame not yet evaluated this value (a scenario's `set`, at
+        `at`: where the user's files set it, a stdlib template's field included)."""
         span = frame.defs[name].name_span if name in frame.defs else frame.span
         frame.defs[name] = FieldDef(_Given(value), Env(frame.template.module if frame.template
-                                                       else self.entry, frame), span, None)
+                                                       else self.entry, frame), span, None,
+                                    origin=at)
         frame.values.pop(name, None)
 
     def _apply(self, frame: Frame, template: Template, params: Dict[str, Any], seen: set,

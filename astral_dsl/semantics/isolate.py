@@ -39,6 +39,7 @@ class Node:
     """What a scenario does at and below one instance on its routes."""
     below: Dict[str, Dict[object, "Node"]] = attrs.field(factory=dict)  # member -> index -> node
     sets: Dict[str, object] = attrs.field(factory=dict)                 # field -> value here
+    set_at: Dict[str, object] = attrs.field(factory=dict)  # field -> the `set`'s span
 
     def child(self, step: Step) -> "Node":
         return self.below.setdefault(step.name, {}).setdefault(step.index, Node())
@@ -50,6 +51,7 @@ def merge(nodes: List[Node]) -> Node:
     out = Node()
     for node in nodes:
         out.sets.update(node.sets)
+        out.set_at.update(node.set_at)
         for name, by_index in node.below.items():
             slot = out.below.setdefault(name, {})
             for index, sub in by_index.items():
@@ -84,6 +86,7 @@ def plan(actions) -> Plan:
             node = node.child(step)
         if action.verb == "set":
             node.sets[action.field] = action.value
+            node.set_at[action.field] = action.span
     return Plan(roots, templates)
 
 
@@ -319,7 +322,7 @@ class Isolator:
             pinned = PINNED.get((frame.kind, name))
             if pinned and pinned not in frame.defs and name in frame.defs:
                 frame.defs[pinned] = frame.defs[name]      # the declaration's, not the set's
-            self.ev.given(frame, name, value)
+            self.ev.given(frame, name, value, node.set_at.get(name))
 
     def field(self, frame: Frame, name: str, value):
         by_index = frame.pending.below.get(name) if frame.pending is not None else None

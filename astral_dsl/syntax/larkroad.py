@@ -122,23 +122,63 @@ def build(name: str, tree):
 
 def _bound_nesting(name: str, tree) -> None:
     """E402 at the first node nested deeper than MAX_NESTING (an iterative walk: no recursion
-    however deep the tree)."""
-    stack = [(tree, 1)]
+    however deep the tree), saying what nests there: blocks, lists, brackets, calls or
+    operators (_too_deep)."""
+    stack = [(tree, 1, None)]
     while stack:
-        node, depth = stack.pop()
+        node, depth, up = stack.pop()
         if depth > MAX_NESTING:
             meta = node.meta
             span = Span.at(name, meta.line, meta.column, meta.end_line, meta.end_column) \
                 if not meta.empty else Span.at(name, 1, 1)
-            raise DiagnosticError(Diagnostic(
-                "E402", Severity.ERROR,
-                f"expressions nest more than {MAX_NESTING} levels deep here (each operator of "
-                f"a chain such as `a + b + c` nests one level)",
-                span, "split the expression with `let` names; a long sum of terms "
-                      "is `sum([a, b, c, ...])`, a list's items do not nest"))
+            rules = []
+            while up is not None:
+                rules.append(up[0])
+                up = up[1]
+            raise DiagnosticError(_too_deep(rules, span))
         for child in node.children:
             if isinstance(child, Tree):
-                stack.append((child, depth + 1))
+                stack.append((child, depth + 1, (node.data, up)))
+
+
+# What nests, by the rules of Lark's tree around the node too deep: (its name, the levels one
+# takes, the hint). Anything else is an operator (one level each).
+_NESTS = {
+    "blocks": ("blocks `{ ... }` nest inside each other", 2,
+               "declare the inner parts as templates of their own and place them by name "
+               "(`racks = 4 x Rack`), as the examples do"),
+    "lists": ("lists `[...]` nest inside each other", 1,
+              "flatten the list, or name the inner lists with `let`"),
+    "brackets": ("brackets `( ... )` nest inside each other", 1,
+                 "remove the brackets that group nothing, or split the expression with "
+                 "`let` names"),
+    "calls": ("calls nest inside each other's arguments", 2,
+              "name the inner calls' results with `let` and pass the names"),
+}
+_RULE_NESTS = {"body": "blocks", "record": "blocks", "decl": "blocks", "list": "lists",
+               "paren": "brackets", "call": "calls", "pos_arg": "calls", "kw_arg": "calls"}
+
+
+def _too_deep(rules, span: Span) -> Diagnostic:
+    """E402 for a node nested past MAX_NESTING, `rules` the names of the rules above it: what
+    most of them are is what the user nested."""
+    from collections import Counter
+
+    counts = Counter(_RULE_NESTS.get(r) for r in rules)
+    kind, levels = max(((k, n) for k, n in counts.items() if k is not None),
+                       key=lambda kn: kn[1], default=(None, 0))
+    if kind is None or levels * 2 < len(rules):
+        return Diagnostic(
+            "E402", Severity.ERROR,
+            f"expressions nest more than {MAX_NESTING} levels deep here (each operator of "
+            f"a chain such as `a + b + c` nests one level)",
+            span, "split the expression with `let` names; a long sum of terms "
+                  "is `sum([a, b, c, ...])`, a list's items do not nest")
+    what, each, hint = _NESTS[kind]
+    return Diagnostic("E402", Severity.ERROR,
+                      f"{what} more than {MAX_NESTING // each} deep here" + (
+                          f" (a file nests at most {MAX_NESTING} levels, each of these takes "
+                          f"{each})" if each > 1 else ""), span, hint)
 
 
 def run(source: Source, start: str):

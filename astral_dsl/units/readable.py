@@ -112,6 +112,12 @@ def powers(values: Sequence[Optional[float]], missing: str = "-") -> List[str]:
             for v in values]
 
 
+def voltage(volts: float) -> str:
+    """`1.31 V`, `198 V`, `1,000 V`: to the hundredth of a volt, as the voltage-drop checks
+    (E622, E633) give a drop and the voltage it is a share of."""
+    return f"{grouped(volts, 2)} V"
+
+
 def current(amps: float) -> str:
     """`3,108.6 A`; `31.09 kA` from 10 kA up."""
     if abs(amps) >= 1e4:

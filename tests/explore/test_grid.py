@@ -146,3 +146,23 @@ def test_a_range_is_written_with_the_digits_0_to_9():
     assert str(err.value).endswith("the start `\u0663` is not a number (with an optional unit)")
     with pytest.raises(GridError):
         parse_spec("limit", "4\u0660kW..50kW:5kW")
+
+
+@pytest.mark.parametrize("spec, values, again", [
+    # `--grid x=1,1,2` evaluated the point x=1 twice, silently: two rows of the same work
+    ("1,1,2", ("1", "2"), "`1` again as `1`"),
+    ("2,1.0,1,2.00", ("2", "1"), "`2` again as `2.00`; `1` again as `1`"),
+    ("600W,0.6kW,500W", ("600 W", "500 W"), "`600 W` again as `0.6kW`"),
+    ("true,false,true", ("true", "false"), "`true` again as `true`"),
+    ('"a","b","a"', ('"a"', '"b"'), '`"a"` again as `"a"`'),
+])
+def test_a_value_listed_twice_is_evaluated_once_with_a_note(spec, values, again):
+    g = parse_spec("x", spec)
+    assert g.values == values
+    assert g.note == f"--grid x={spec} lists a value more than once ({again}): each is " \
+                     "evaluated once"
+
+
+def test_distinct_values_and_temperature_points_are_kept():
+    assert parse_spec("x", "20degC,293.15K").values == ("20 degC", "293.15 K")
+    assert parse_spec("x", "1,2,3").note is None

@@ -651,6 +651,15 @@ def test_a_transformer_stage_has_its_loading_margin(tmp_path):
     assert rs["aux"].high == pytest.approx(30e3, rel=1e-4)
 
 
+
+def test_a_transformer_stages_note_gives_its_load_as_e634_does(tmp_path):
+    """The note said the peak in kW to 4 decimals (`66.1235 kW`); E634 and the rest of the
+    margins say it in readable units: 60 + 6.12345 = 66.12345 kW, `66.123 kW`."""
+    text = TRANSFORMER.replace("aux = 6 kW", "aux = 6.12345 kW")
+    report = margins.analyse(str(_write(tmp_path, text)))
+    m = _by_label(report)["transformers S.mv (1 of 2 unit(s) in service, n_plus_1)"]
+    assert m.limit.note == "66.123 kW at power factor 0.9 (declared)"
+
 CDUS = """
 fluid Water {{ coolprop = "Water" }}
 cdu C {{ capacity = 35 kW }}

@@ -97,7 +97,8 @@ def test_voltage_drop_margin_is_a_share_of_the_voltage(report):
     assert m.limit.lhs == pytest.approx(drop / 210) and m.limit.rhs == pytest.approx(0.02)
     # 0.31186 % x n <= 2 %: n <= 6.41
     assert _high(m) == 6
-    assert "1.3098 V of the 210 V" in m.limit.note
+    # in the readable units of the check that fires (E622: 1.31 V of 210 V), not to 4 decimals
+    assert m.limit.note.startswith("1.31 V of the 210 V it carries its current at")
 
 
 def test_flow_margins_in_litres_per_minute(report):
@@ -128,3 +129,10 @@ def test_the_text_shows_them_in_the_checks_units(report):
     assert "rectifier modules of feeder S.hvdc (needed <= installed): 6 <= 8 (margin 2, " \
            "25.0 %; holds)" in text
     assert "voltage drop of feeder S.hvdc: 0.6237 % <= 2 % (margin 1.376 %" in text
+
+
+def test_readable_voltage_is_to_the_hundredth_with_thousands_grouped():
+    from astral_dsl.units import readable
+
+    assert [readable.voltage(v) for v in (1.30977, 198.0, 1000.0, 0.004)] == \
+        ["1.31 V", "198 V", "1,000 V", "0 V"]

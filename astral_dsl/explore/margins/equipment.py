@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List
 
 from astral_dsl.explore.margins.limits import Limit, where_of, cdus_limits
-from astral_dsl.units import Quantity, format_number
+from astral_dsl.units import Quantity, readable
 
 
 def feeder_equipment(eng, design) -> List[Limit]:
@@ -50,9 +50,9 @@ def feeder_equipment(eng, design) -> List[Limit]:
             out.append(Limit(f"voltage_drop:{fr.path}", "voltage_drop",
                              f"voltage drop of feeder {fr.path}", fr.drop_ratio, limit.si,
                              "<=", "%", file, line, col,
-                             note=f"{format_number(round(fr.voltage_drop_v, 4))} V of the "
-                                  f"{format_number(round(fr.low_voltage_v, 4))} V it carries "
-                                  f"its current at ({fr.low_voltage_from})"))
+                             note=f"{readable.voltage(fr.voltage_drop_v)} of the "
+                                  f"{readable.voltage(fr.low_voltage_v)} it carries its "
+                                  f"current at ({fr.low_voltage_from})"))
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import List
 
 from astral_dsl.explore.margins.limits import Limit, where_of
-from astral_dsl.units import format_number
+from astral_dsl.units import format_number, readable
 
 
 def air_per_rack(eng, design) -> List[Limit]:
@@ -50,7 +50,7 @@ def approaches(eng, design) -> List[Limit]:
                          f"{ap.unit}",
                          ap.reachable_c + 273.15, ap.supply_c + 273.15, "<=", "degC",
                          file, line, col, point=True,
-                         note=f"the water at {format_number(round(ap.water_c, 6))} degC plus "
+                         note=f"the water at {readable.celsius(ap.water_c)} plus "
                               f"a {format_number(round(ap.approach_k, 6))} K approach "
                               f"({how}) is the coldest supply it delivers"))
     return out

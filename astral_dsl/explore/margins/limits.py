@@ -262,7 +262,7 @@ def _transformers(eng) -> List[Limit]:
         file, line, col = where_of(t.inst.span_of("count") if t.inst is not None else None)
         note = None
         if t.power_factor != 1.0:
-            note = (f"{format_number(round(t.peak_load_w / 1e3, 4))} kW at power factor "
+            note = (f"{readable.power(t.peak_load_w, 3)} at power factor "     # as E634
                     f"{format_number(round(t.power_factor, 4))} ({t.power_factor_from})")
         out.append(Limit(f"transformer:{t.path}", "transformer",
                          f"transformers {t.path} ({left} of {t.count} unit(s) in service, "

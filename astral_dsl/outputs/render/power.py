@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Group
-from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
+from astral_dsl.outputs.feeder_load import (battery_basis, battery_installed_ah, loading,
+                                           through_w)
 from astral_dsl.outputs.render.numbers import amps, n, percent, watts
 from astral_dsl.outputs.render.power_supply import supply, supply_edges, sym, transformers
 from astral_dsl.outputs.render.labels import Line
@@ -254,6 +255,10 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
             blines.append(Line(" · ".join(bits), small=True))
         if r is not None and r.battery_required_ah and not failed:
             blines.append(Line(f"needs {n(round(r.battery_required_ah))} Ah", bold=True))
+            duty, factors = battery_basis(r)     # as `astral size` and the review say it
+            if duty:
+                blines.append(Line(f"for {watts(r.battery_w)}, {duty}", small=True))
+                blines.append(Line(factors, small=True))
         if r is not None and r.battery_available_ah:
             blines.append(Line(f"holds {n(round(r.battery_available_ah))} Ah", small=True))
         b = canvas.node(f"{gid}_bat", blines, theme="storage", parts=[bat],

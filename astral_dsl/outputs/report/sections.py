@@ -111,6 +111,7 @@ def diagnostic(review, d: Diagnostic) -> str:
              tag("div", esc(loc), cls="loc") if loc else "",
              snippet(review.source(d.span.file) if d.span else None, d)]
     items = [tag("li", "note: " + esc(n)) for n in d.notes]
+    items += [tag("li", "note: " + esc(f"{r.message} ({r.span})")) for r in d.related]
     if d.hint:
         items.append(tag("li", "hint: " + esc(d.hint)))
     if items:

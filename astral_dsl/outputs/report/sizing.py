@@ -7,8 +7,8 @@ from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.facility import COMPONENTS
-from astral_dsl.analyses.feeders import DUTY
-from astral_dsl.outputs.feeder_load import all_feeders, failover_through_w, loading, through_w
+from astral_dsl.outputs.feeder_load import (all_feeders, battery_sized_for, failover_through_w,
+                                           loading, through_w)
 from astral_dsl.outputs.report.bom import bom_lines
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
@@ -52,8 +52,9 @@ def engineering_tables(eng) -> str:
               f.rectifier_modules, f.rectifier_modules_needed,
               round(f.battery_required_ah, 1) if f.battery_required_ah else None,
               round(f.battery_available_ah, 1) if f.battery_available_ah else None,
-              # the load its batteries ride through and which share that is (feeders.DUTY)
-              _kw(f.battery_w) if f.battery_for else None, DUTY.get(f.battery_for)]
+              # the load its batteries ride through, which share that is and by which IEEE 485
+              # factors (feeder_load.battery_sized_for, as `astral size` and the picture say it)
+              _kw(f.battery_w) if f.battery_for else None, battery_sized_for(f) or None]
              for f in feeders], "Feeders (normal operation and with one feeder failed)",
             tid="size-feeders"))
     if c.loops:

@@ -1,0 +1,62 @@
+"""W635: a feeder that nothing backs, in a design that declares redundant feeders.
+
+A feeder is backed when a feeder of another `side` shares its load (2N: for an IT feeder one
+serving the same parts, for a mechanical one another declared beside it) or it is one of a
+`count = N` group (N-1; a count left to sizing is sized so that one may fail where the feeder
+declares a `capacity`). One that is neither is a single point of failure: what it carries loses
+power when it fails (a scenario that fails it says so, E628). Designs of single feeds on purpose exist (a lab rack on one
+busway), so the warning is given only where the design declares redundancy: some feeder
+declares a `side` (it names half of an A/B pair) or a `count` above 1 (or `?`). Uptime
+Institute's Tier III and IV (Tier Standard: Topology) require every capacity component and
+distribution path to be concurrently maintainable or fault tolerant; a design that declares
+that intent elsewhere and leaves one path single is told where."""
+from __future__ import annotations
+
+from typing import Iterable, List, Optional
+
+from astral_dsl.analyses.feeder_equipment import _si, _sym, _warn
+from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.model.design import Instance
+from astral_dsl.model.values import UnknownValue
+from astral_dsl.units import readable
+
+
+def redundant(f: Instance) -> Optional[str]:
+    """How a feeder declaration says it is one of redundant feeders (None: it does not)."""
+    count = f.field("count")
+    if isinstance(count, UnknownValue):
+        return "one of a `count = ?` group"
+    if (_si(count) or 1) > 1:
+        return f"one of a `count = {int(_si(count))}` group"
+    if _sym(f.field("side")):
+        return f"on side {_sym(f.field('side'))} of an A/B pair"
+    return None
+
+
+def evidence(feeders: Iterable[Instance]) -> Optional[Instance]:
+    """The first feeder declaration (of any kind: IT, network, mechanical) that says the
+    design's power is redundant."""
+    return next((f for f in feeders if redundant(f) is not None), None)
+
+
+def unbacked(f: Instance, partners: List[Instance], count: int, load_w: float,
+             example: Optional[Instance], replicas: int,
+             partner: str = "serving the same parts") -> List[Diagnostic]:
+    """W635 for feeder `f` (its `partners` of other sides, its `count`, its load per replica)
+    when nothing backs it and `example` (the design's evidence of redundancy) exists;
+    `partner`: what a partner must be besides on another side (an IT feeder's serves the same
+    parts, a mechanical one is declared beside it with `mechanical = true`)."""
+    if example is None or partners or count > 1 or load_w <= 0:
+        return []
+    side = _sym(f.field("side"))
+    why = f"its `side = {side}` names half of an A/B pair" if side else \
+        f"the design's `{example.path}` is {redundant(example)}"
+    every = f" (so are all {replicas:,} such feeders)" if replicas > 1 else ""
+    pair = f"a partner feeder with `side = {'B' if side == 'A' else 'A'}` {partner}" if side \
+        else f"`side = A` on it and a partner feeder with `side = B` {partner}"
+    return [_warn("W635", f"feeder `{f.path}` is a single point of failure{every}: no feeder of "
+                          f"another side shares its load and it is not one of a `count = N` "
+                          f"group, so the {readable.power(load_w)} it carries is lost when "
+                          f"it fails ({why})", f.span,
+                  f"declare {pair} (2N), or `count = 2` or more feeders sharing the load "
+                  f"(N-1); a single feed on purpose: `allow W635 \"reason\"`")]
