@@ -1,5 +1,5 @@
 """`assumed "why"`: a value stated as an assumption (docs/language.md, 18.2) gives the design that
-uses it W216, on the user's line that brings it in, with a note naming where it is stated; once
+uses it W216, on the user's line that brings it in, its related span where it is stated; once
 per assumption and place, however far the design replicates the part; silenced by a value of
 the user's own, accepted by `allow`. Before, the stdlib marked ~70 values `[assumed]` in
 comments only: a design built on them got those numbers with no warning at all."""
@@ -80,7 +80,10 @@ def test_a_stdlib_assumption_warns_on_the_users_line_naming_the_value_unit_and_r
         ("d.astral",) + _at(text, "NVLinkSwitchTray }", 1)
     stdlib = (astral_dsl.resources.stdlib_dir() / "hardware.astral").read_text(encoding="utf-8")
     line, column = _at(stdlib, "0.8 kW assumed")
-    assert d.notes == (f"assumed at stdlib/hardware.astral:{line}:{column}",)
+    # the stdlib's line that states it: the related span
+    (r,) = d.related
+    assert (r.message, r.span.file, r.span.start.line, r.span.start.column) == \
+        ("assumed here", "stdlib/hardware.astral", line, column)
     assert "switch MyNVLinkSwitchTray = NVLinkSwitchTray { power = ... }" in d.hint
     assert 'allow W216 "why"' in d.hint
 
@@ -98,7 +101,8 @@ def test_a_parameters_assumed_default_warns_where_the_template_is_used():
     for d in _w216(text):
         assert (d.span.file,) + (d.span.start.line, d.span.start.column) == \
             ("d.astral",) + _at(text, "CDU(capacity")
-        assert d.notes[0].startswith("assumed at stdlib/cooling.astral:")
+        assert [(r.message, r.span.file) for r in d.related] == \
+            [("assumed here", "stdlib/cooling.astral")]
 
 
 def test_a_value_of_the_users_own_silences_it():
@@ -152,7 +156,8 @@ def test_allow_accepts_it_and_the_json_carries_it(tmp_path, capsys):
     assert d["severity"] == "warning" and d["file"] == str(path)
     assert (d["range"]["start"]["line"], d["range"]["start"]["column"]) == \
         _at(_trays(), "NVLinkSwitchTray }", 1)
-    assert d["notes"][0].startswith("assumed at stdlib/hardware.astral:")
+    assert [(r["message"], r["file"]) for r in d["related"]] == \
+        [("assumed here", "stdlib/hardware.astral")]
     assert "no data sheet gives it" in d["message"] and doc["accepted"] == []
     path.write_text('allow W216 "the vendor sends the tray\'s data sheet in June"\n' + _trays(),
                     encoding="utf-8")
@@ -170,7 +175,7 @@ def test_an_assumption_in_the_users_own_file_warns_at_itself_once():
                     "rack R { hosts = 4 x H, trays = 2 x Tray, more = 3 x Tray }\n"
                     "rack Q { hosts = 4 x H, trays = 2 x Tray(power = 1 kW) }\n"
                     "site S { racks = [R, Q] }\n")
-    found = sorted(((d.span.start.line, d.span.start.column), d.message, d.notes)
+    found = sorted(((d.span.start.line, d.span.start.column), d.message, d.related)
                    for d in _w216(text))
     assert found == [
         (_at(text, "0.8 kW"), "parameter `power` of switch `Tray` takes its assumed default: "

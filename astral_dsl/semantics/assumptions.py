@@ -4,7 +4,8 @@
 `power = 0.8 kW assumed "no data sheet gives it"` in a template's body, `capacity: power = 1.2 MW
 assumed "..."` as a parameter's default, `param racks = 8 assumed "..."` at the top of a file:
 the value is used as written, and each place in the user's files that brings it into the design
-is told which value was assumed, the value and why, with a note naming where it is stated. The
+is told which value was assumed, the value and why, with the value's line as its related span
+("assumed here"). The
 places of an instance are noted as the instantiator makes and finds it (`asked`: a call in the
 user's files, or the instance whose stdlib body asks for it, NVL72's for its switch trays); a
 user's template based on the stdlib's is its own place (`host Node = HGX8(...)`, as W212's).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Callable, List
 
-from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span
 from astral_dsl.model.values import POISON, Group, show
 from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_of
 from astral_dsl.syntax import ast
@@ -173,12 +174,12 @@ def _warn(it, assumption: ast.Assumption, where: Span, at: Span, message: str,
     if key in said:
         return
     said.add(key)
-    notes = () if at.file == where.file and at.start.line == where.start.line else (
-        f"assumed at {where.file}:{where.start.line}:{where.start.column}",)
+    related = () if at.file == where.file and at.start.line == where.start.line else (
+        Related(where, "assumed here"),)
     it.diagnostics.append(Diagnostic(CODE, Severity.WARNING,
                                      f"{message} ({assumption.reason.value})", at,
                                      hint + f", or accept it: `allow {CODE} \"why\"`",
-                                     notes=notes))
+                                     related=related))
 
 
 def _template(env: Env):
