@@ -11,7 +11,7 @@ from test_cli import WARN, out, run, write   # the CLI tests' helpers and warnin
 
 SITE = """
 import stdlib.hardware { H800, CX7_2x200G, HGX8 }
-host Node = HGX8(gpu = H800, nic = CX7_2x200G)
+host Node = HGX8(gpu = H800, nic = CX7_2x200G, liquid_share = 75 %)   // not assumed: no W216
 rack R { hosts = 4 x Node }
 site S { racks = 4 x R }
 """

@@ -196,8 +196,8 @@ def test_a_failed_port_on_stage_0_as_docs_seer_says(reference, reference_text, t
 
 def test_the_check_json_the_readme_shows():
     """The README's `astral check examples/astral.astral --set hosts_per_rack=5 --format json`:
-    its keys in order, its first diagnostic, summary, scenarios, `chosen` and `accepted` as
-    shown (the other diagnostics are elided there)."""
+    its keys in order, its first diagnostic, summary, scenarios, `chosen` and first accepted
+    warning as shown (the other diagnostics and accepted warnings are elided there)."""
     import json
 
     out = astral("check", "examples/astral.astral", "--set", "hosts_per_rack=5", "--format", "json")
@@ -210,8 +210,12 @@ def test_the_check_json_the_readme_shows():
     assert sorted(keys, key=lambda k: shown.index(f'"{k}":')) == keys     # each shown, in order
     first = re.search(r'"diagnostics": \[(\{.*?\]\}),\s+\.\.\.\]', shown, re.S)
     assert first and json.loads(first.group(1)) == doc["diagnostics"][0]
-    rest = json.loads("{" + shown[shown.index('"file"', first.end()):])
-    assert rest == {k: doc[k] for k in ("file", "summary", "scenarios", "chosen", "accepted")}
+    accepted = re.search(r'"accepted": \[(\{.*?\}),\s+\.\.\.\]\}', shown, re.S)
+    assert accepted and json.loads(accepted.group(1)) == doc["accepted"][0]
+    assert len(doc["accepted"]) > 1
+    rest = json.loads("{" + shown[shown.index('"file"', first.end()):accepted.start()].rstrip()
+                      .rstrip(",") + "}")
+    assert rest == {k: doc[k] for k in ("file", "summary", "scenarios", "chosen")}
     assert doc["version"] == astral_dsl.__version__ and doc["valid"] is False
 
 

@@ -301,6 +301,37 @@ def test_engineering_checks_are_reported(server, project):
     on(server, scenario)
 
 
+def test_a_stdlib_assumption_the_design_uses_is_shown_on_its_line(server, project):
+    """W216 (tests/test_assumed.py): the editor shows it as a warning on the user's line that
+    brings the stdlib's part in, the stdlib's line that states it as related information; an `allow`
+    turns it into information."""
+    text = MAIN.replace("45 GB", "700 W").replace(
+        "import stdlib.hardware { H800 }", "import stdlib.hardware { H800, NVLinkSwitchTray }"
+    ).replace("hosts = 2 x Node", "hosts = 2 x Node, trays = 2 x NVLinkSwitchTray")
+
+    def assumed(ds):
+        return [d for d in ds if d.code == "W216" and "`power`" in d.message]
+
+    async def scenario(s):
+        uri = s.open(project / "main.astral", text)
+        (d,) = assumed(await s.diagnostics(uri, lambda ds: bool(assumed(ds))))
+        assert d.severity == lsp.DiagnosticSeverity.Warning and d.source == "astral"
+        assert d.message.split("\n")[0] == "`power` of switch `NVLinkSwitchTray` is assumed: " \
+                                          "0.8 kW (no data sheet gives it)"
+        # the stdlib's line that states it: a note, for this client that does not show related
+        # information (tests/test_lsp_publish.py: related information for one that does)
+        (note,) = [x for x in d.message.split("\n") if x.startswith("note: ")]
+        assert note.startswith("note: assumed here (") and "stdlib/hardware.astral:" in note
+        line, col = position_of(text, "NVLinkSwitchTray", 1)
+        assert (d.range.start.line, d.range.start.character) == (line, col)
+        accepted = 'allow W216 "the tray\'s data sheet is due"\n' + text
+        s.change(uri, accepted)
+        ds = await s.diagnostics(uri, lambda ds: bool(assumed(ds)) and all(
+            d.severity == lsp.DiagnosticSeverity.Information for d in assumed(ds)))
+        assert "accepted by `allow` at line 1" in assumed(ds)[0].message
+    on(server, scenario)
+
+
 def test_hover_gives_value_unit_and_conversions(server, project):
     async def scenario(s):
         uri = s.open(project / "main.astral")

@@ -675,7 +675,8 @@ def test_gpu_file_systems_forecast_as_the_same_stdlib_system(tmp_path, capsys):
     plain = {r["id"]: r for r in json.loads(out)["rows"]}
     code, out, _ = call(["runs", str(path), "--gpu-file", str(lab), "--format", "json"], capsys)
     doc = json.loads(out)
-    assert code == 0 and doc["diagnostics"] == []        # no W400: a systems file has no site
+    # no W400 (a systems file has no site); the stdlib rack's assumed 4 hosts (W216)
+    assert code == 0 and [d["code"] for d in doc["diagnostics"]] == ["W216"]
     own = {r["id"]: r for r in doc["rows"]}
     # by its `system` cell (the block's name), then by its `gpu` cell (an H100 matches)
     assert own["mine"]["system"] == "Lab_SU" and own["ours"]["system"] == "Lab_SU"

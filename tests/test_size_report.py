@@ -285,7 +285,7 @@ def test_chosen_values_are_named_by_their_field_in_size_and_check():
     cdus = doc["chosen"][-1]
     assert (cdus["path"], cdus["field"], cdus["value"], cdus["replicas"]) == \
         ("Cluster.rows[0].secondary", "cdus", "2", 4)
-    assert (cdus["file"], cdus["line"]) == ("examples/sizing.astral", 46)
+    assert (cdus["file"], cdus["line"]) == ("examples/sizing.astral", 50)
 
 
 # ---- under a scenario ---------------------------------------------------------------------------
@@ -415,7 +415,9 @@ def test_a_lone_feeder_has_no_failover_load_and_the_tables_show_the_power_throug
 def test_the_headline_counts_are_those_of_check():
     # one rack is "1 rack", as `astral check` says it (the size report read "1 racks")
     out = _cli(["size", "examples/tutorial_rack.astral"]).stdout
-    assert out.splitlines()[0] == "examples/tutorial_rack.astral: 32 GPUs, 4 hosts, 1 rack, 0 switches"
+    # the report's first line, under the stdlib's stated assumptions the tutorial accepts (W216)
+    (headline,) = [line for line in out.splitlines() if line.startswith("examples/")]
+    assert headline == "examples/tutorial_rack.astral: 32 GPUs, 4 hosts, 1 rack, 0 switches"
     from astral_dsl.analyses.summary import counts_text
     assert counts_text({"gpus": 1, "hosts": 1, "racks": 2, "switches": 1}) == \
         "1 GPU, 1 host, 2 racks, 1 switch"

@@ -130,7 +130,7 @@ def test_another_text_or_override_is_sized_afresh(design, cache, monkeypatch):
     checked = astral_dsl.check(astral_dsl.compile(design))
     assert checked.valid and sized == [str(design)]
     assert dict((k.rsplit(":", 2)[1], v.si) for k, v in checked.design.chosen
-                if hasattr(v, "si"))["36"] == 4       # 150 kW feeders: one more per row
+                if hasattr(v, "si"))["40"] == 4       # 150 kW feeders: one more per row
     astral_dsl.check(astral_dsl.compile(design))          # the same text again: kept
     assert sized == [str(design)]
 

@@ -193,7 +193,14 @@ def _write_ranks(design, args):
 
 
 def _fail(args, design, diags, code) -> int:
+    """The diagnostics of a forecast that did not run, but those the design accepts (`allow`),
+    as when it runs."""
+    from astral_dsl.model.allows import accept, once
     from astral_dsl.outputs.jsonout import dumps, envelope
+
+    accepted = [a.diagnostic for a in accept(once(diags), design.allows,
+                                             complete=False).accepted]
+    diags = [d for d in diags if d not in accepted]          # in their order
 
     if args.format == "json":
         sys.stdout.write(dumps(envelope(diags, file=design.file)) + "\n")

@@ -60,13 +60,12 @@ def run(args, overrides) -> int:
                                         chosen=chosen_json(design),
                                         accepted=accepted_json(accepted))) + "\n")
     else:
+        width = terminal_width(sys.stdout, os.environ)
         print_diagnostics(diagnostics, colour(args), sys.stdout)
-        sys.stdout.writelines(line + "\n" for line in accepted_lines(accepted))
+        sys.stdout.writelines(line + "\n" for line in accepted_lines(accepted, width))
         if outcome is not None:
             sys.stdout.write(f"under scenario `{outcome.name}`: "
                              + ("; ".join(outcome.notes) or "no change") + "\n")
         if eng is not None:
-            sys.stdout.write(render_report(design, eng, colour(args),
-                                           terminal_width(sys.stdout, os.environ),
-                                           result.sizing))
+            sys.stdout.write(render_report(design, eng, colour(args), width, result.sizing))
     return exit_code(design, diagnostics)

@@ -3,6 +3,7 @@ underline, notes and a hint, then each related span (the stdlib's line of a temp
 line brings in) as rustc's labelled note, with its own snippet."""
 from __future__ import annotations
 
+import textwrap
 import unicodedata
 from typing import Callable, Optional
 
@@ -111,9 +112,10 @@ def _columns(text: str) -> int:
                2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def accepted_lines(accepted) -> list:
+def accepted_lines(accepted, width: Optional[int] = None) -> list:
     """The accepted warnings, apart from the reported ones: one line each, where it points and
-    what accepted it with the reason (model/allows.py Accepted)."""
+    what accepted it with the reason (model/allows.py Accepted); each wrapped to `width`
+    columns when given (`astral size` follows the terminal's)."""
     if not accepted:
         return []
     out = [f"accepted: {len(accepted)} warning(s)"]
@@ -123,6 +125,8 @@ def accepted_lines(accepted) -> list:
             else (d.filename or "")
         by = (f"allow at {a.by.file}:{a.by.start.line}" if a.by is not None
               else f"baseline {a.baseline}")
-        out.append(printable(f"  {d.code} {at}: {d.message}"))
-        out.append(printable(f"    accepted by {by}: {a.reason}"))
+        for line, indent in ((f"  {d.code} {at}: {d.message}", "      "),
+                             (f"    accepted by {by}: {a.reason}", "      ")):
+            line = printable(line)
+            out.extend(textwrap.wrap(line, width, subsequent_indent=indent) if width else [line])
     return out

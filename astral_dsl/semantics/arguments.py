@@ -22,10 +22,12 @@ from astral_dsl.units import Quantity
 MAX_DEFAULTS = 64   # parameter defaults evaluated one inside another (as instantiate.MAX_DEPTH)
 
 
-def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
+def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span,
+         used_in: Optional[Env] = None):
     """The parameters (name -> value), the field overrides (name -> (value, span, origin))
     and where the user's files set each parameter (name -> span: semantics/origins.py) of
-    `template(args)` called from `caller`."""
+    `template(args)` called from `caller` (named in `used_in`: a template named bare); each
+    assumed default taken is noted in `it.defaulted` (semantics/assumptions.py)."""
     decl = template.decl
     defs = list(decl.params or ())
     names = [p.name.name for p in defs]
@@ -93,6 +95,8 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
                  f"write `{template.name}({pname} = ...)`")
         params[pname] = it.annotated(p.type, value, vspan,
                                         f"argument `{pname}` of `{template.name}`")
+        if pname not in given and p.assumed is not None:
+            it.defaulted.append((template, p, used_in or caller, span, params[pname]))
         if origins.get(pname) is not None:
             env.origins[pname] = origins[pname]
     return params, overrides, env.origins

@@ -12,6 +12,7 @@ from astral_dsl.semantics.checks import Written, owners, run_checks, span_text
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.errors import Poisoned
 from astral_dsl.semantics.freeze import Freezer
+from astral_dsl.semantics.assumptions import report as report_assumptions, unsaid
 from astral_dsl.semantics.keywords import keyword_names
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
@@ -50,13 +51,14 @@ def module_scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, M
 
 
 def _unreadable_names(tree: ast.Module, loader: ModuleLoader) -> Tuple[Diagnostic, ...]:
-    """keyword_names' E222s of `tree`, found once per tree of the loader (a walk of the whole
+    """keyword_names' E222s of `tree` and the E223s of its reasonless `assumed`, found once per tree of the loader (a walk of the whole
     tree; every compile of a workspace reuses its loader's trees)."""
     hit = loader.unreadable_names.get(id(tree))
     if hit is not None and hit[0] is tree:
         return hit[1]
     found: List[Diagnostic] = []
     keyword_names(tree, found)
+    unsaid(tree, found)
     loader.unreadable_names[id(tree)] = (tree, tuple(found))
     return tuple(found)
 
@@ -224,8 +226,10 @@ def user_checks(ev: Instantiator, everything, paths, mult, scopes, loader: Modul
 def freeze(ev: Instantiator, entry: LoadedModule, scope: ModuleScope, found: Roots, paths,
            results, diagnostics) -> Design:
     """The frozen model: every frame as an Instance at its canonical path, the params, the
-    unknowns in source order, and the diagnostics sorted."""
+    unknowns in source order, and the diagnostics sorted, with W216 for the assumed values
+    that it holds (semantics/assumptions.py)."""
     roots, jobs, scenarios = found
+    report_assumptions(ev)
     freezer = Freezer(paths)
     frozen_roots = tuple(freezer.instance(f) for f in roots)
     frozen_jobs = tuple(freezer.instance(f) for f in jobs)

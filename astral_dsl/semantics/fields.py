@@ -7,6 +7,7 @@ from astral_dsl.diagnostics import DiagnosticError, Span, did_you_mean, moved_to
 from astral_dsl.model.kinds import KINDS, EnumType, ListType, StrType
 from astral_dsl.model.values import (POISON, Group, ListValue, Symbol, UnknownValue, show,
                                       type_name)
+from astral_dsl.semantics.assumptions import asked
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.collections import each_option, inclusive_range, unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, in_instance, unknown_key
@@ -108,6 +109,7 @@ def _field(it, frame: Frame, name: str):
                   if name in spec.nested else None))
         rkind = KINDS[spec.records[name]]
         rec = Frame(rkind.name, rkind, name, stmt.span, None, frame.depth + 1)
+        asked(it, rec, d.env, stmt.span)
         it.frames.append(rec)
         it.lay_body(rec, stmt.body, Env(d.env.module, rec, {}, {}, d.env))
         return rec

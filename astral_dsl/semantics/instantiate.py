@@ -11,6 +11,7 @@ from astral_dsl.diagnostics import (Diagnostic, DiagnosticError, Severity, Span,
                                     excerpt)
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
+from astral_dsl.semantics.assumptions import asked, param_assumed, reading_defaults
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics import complete, fields
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
@@ -51,6 +52,10 @@ class Instantiator:
         self._module_busy: set = set()
         self.defaulting: set = set()      # parameter defaults being evaluated (arguments.bind)
         self._duplicates: set = set()     # spans of fields set twice in a block, said once
+        self.assumptions_said: set = set()    # (assumption, place): W216 said (assumptions.py)
+        self.defaulted: list = []    # assumed defaults bound, until their instance is made
+        self.assumed_defaults: list = []    # ... and those their instances read
+        self.asked: Dict[int, dict] = {}    # id(frame) -> who asked for it (assumptions.py)
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
@@ -165,6 +170,8 @@ class Instantiator:
                     raise
                 d = exc.diagnostic
                 fail("E310", f"--set {node.name.name}: {d.message}", span, d.hint)
+            if not overridden:
+                param_assumed(self, node, value)
         if self.trace is not None:
             self.trace.module_value(symbol, value)
         return value
@@ -186,7 +193,15 @@ class Instantiator:
     # -- templates ---------------------------------------------------------------------------------------
     def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span,
                     used_in: Optional[Env] = None):
-        params, overrides, origins = bind(self, template, args, caller, span)
+        """`template(args)`: its instance for those arguments, made once (the memo)."""
+        frame = reading_defaults(self, lambda: self._instance(template, args, caller, span,
+                                                              used_in))
+        asked(self, frame, used_in or caller, span)
+        return frame
+
+    def _instance(self, template: Template, args: List[ast.Arg], caller: Env, span: Span,
+                  used_in: Optional[Env]):
+        params, overrides, origins = bind(self, template, args, caller, span, used_in)
         key = (id(template), memo_key(params),
                memo_key({n: (unknown_key(v.arg.value.span) if isinstance(v, Deferred) else v)
                      for n, (v, _, _) in overrides.items()}))
@@ -349,13 +364,17 @@ class Instantiator:
                  (decl.params or decl.renamed)[0].span,
                  "declare it at the top of the file to make a template")
         frame = Frame(kind, spec, decl.name.name, decl.name.span, None, parent.depth + 1)
+        asked(self, frame, env, decl.name.span)
         self.frames.append(frame)
         inner = Env(env.module, frame, {}, {}, env)
-        if decl.base is not None:
-            base, base_args = self._base(decl, env)
-            self._derive(frame, base, base_args, env, decl.base.span, set())
-        self.lay_body(frame, decl.body or (), inner)
-        return frame
+
+        def lay() -> Frame:
+            if decl.base is not None:
+                base, base_args = self._base(decl, env)
+                self._derive(frame, base, base_args, env, decl.base.span, set())
+            self.lay_body(frame, decl.body or (), inner)
+            return frame
+        return reading_defaults(self, lay)
 
     def derived_value(self, parent: Frame, stmt: ast.Field, env: Env) -> Frame:
         """`name = Base(args) { body }`: an instance of Base with the body laid on it, made
@@ -365,10 +384,14 @@ class Instantiator:
                              "`battery = LeadAcid(autonomy = 10 min) { strings = 4 }`")
         spec = KINDS[template.kind]
         frame = Frame(template.kind, spec, template.name, stmt.value.span, None, parent.depth + 1)
+        asked(self, frame, env, stmt.value.span)
         self.frames.append(frame)
-        self._derive(frame, template, args, env, stmt.value.span, set())
-        self.lay_body(frame, stmt.body, Env(env.module, frame, {}, {}, env))
-        return frame
+
+        def lay() -> Frame:
+            self._derive(frame, template, args, env, stmt.value.span, set())
+            self.lay_body(frame, stmt.body, Env(env.module, frame, {}, {}, env))
+            return frame
+        return reading_defaults(self, lay)
 
 
 def _shown(value) -> str:

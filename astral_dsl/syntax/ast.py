@@ -268,11 +268,20 @@ Expr = Union[Number, QuantityLit, String, Bool, Name, Attr, Index, Wildcard, Cal
 
 
 # ---- statements ---------------------------------------------------------------------------------
+class Assumption(Node):
+    """`assumed "why"` after a value (a field's, a parameter's default): the value is an
+    assumption, not a sourced figure; a design that uses it is warned (W216: semantics/
+    assumptions.py). `reason` is None when the text says no why (E223)."""
+    reason: Optional[String]
+    span: Span
+
+
 class ParamDef(Node):
     name: Ident
     type: Optional[Ident]
     default: Optional[Expr]
     span: Span
+    assumed: Optional[Assumption] = None
 
 
 class Renamed(Node):
@@ -298,6 +307,7 @@ class Field(Node):
     value: Expr
     span: Span
     body: Optional[Tuple["Stmt", ...]] = None   # `x = Base(...) { ... }`: derived in place
+    assumed: Optional[Assumption] = None        # `x = 4 kW assumed "why"`
 
 
 class Record(Node):
@@ -361,6 +371,7 @@ class Param(Node):
     type: Optional[Ident]
     default: Expr
     span: Span
+    assumed: Optional[Assumption] = None
 
 
 Stmt = Union[Decl, Field, Record, Let, Check, Fail, SetStmt, Objective, Allow]

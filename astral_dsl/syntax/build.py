@@ -142,8 +142,8 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def param_stmt(self, meta, items):
-        name, type_, default = items
-        return ast.Param(self._id(name), type_, default, self._s(meta))
+        name, type_, default, assumed = items
+        return ast.Param(self._id(name), type_, default, self._s(meta), assumed)
 
     def type_ann(self, toks):
         return self._id(toks[0])
@@ -174,8 +174,8 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def param(self, meta, items):
-        name, type_, default = items
-        return ast.ParamDef(self._id(name), type_, default, self._s(meta))
+        name, type_, default, assumed = items
+        return ast.ParamDef(self._id(name), type_, default, self._s(meta), assumed)
 
     def base(self, items):
         return _Base(items[0])
@@ -185,7 +185,13 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def field(self, meta, items):
-        return ast.Field(self._id(items[0]), items[1], self._s(meta), items[2])
+        return ast.Field(self._id(items[0]), items[1], self._s(meta), items[2], items[3])
+
+    @v_args(meta=True)
+    def assumption(self, meta, items):
+        reason = items[0]
+        return ast.Assumption(self.string_tok(reason) if reason is not None else None,
+                              self._s(meta))
 
     @v_args(meta=True)
     def record(self, meta, items):

@@ -324,6 +324,10 @@ def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
                 "remainder operator; write `a - floor(a / b) * b`")
     if str(tok) in _COMPARISONS and re.search(r"(?<!-)[<>]|[=!]=", before):
         return "comparisons do not chain: write `a < b and b < c`, not `a < b < c`"
+    if str(tok) == "assumed":
+        return ("`assumed \"why\"` follows a field's value, a template parameter's default or a "
+                "`param`'s value (`power = 0.8 kW assumed \"no data sheet gives it\"`), not a "
+                "`let` or an expression inside another")
     if tok.type == "STRING" and re.search(r"\belse[ \t]*$", before):
         return f"`else` takes the severity before the message: `else error {tok}` (or `warning`)"
     # from a name's first character only (`(?<!\w)`): a run of 20,000 of them took 3 s

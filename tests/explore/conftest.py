@@ -9,7 +9,7 @@ import pytest
 
 PARTS = """
 import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
-host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
+host Node = HGX8(gpu = H100_SXM, nic = CX7_400G, liquid_share = 75 %)   // stated: no W216
 """
 
 MAIN = """

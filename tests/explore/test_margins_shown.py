@@ -46,4 +46,4 @@ def test_the_compilable_range_says_what_bounds_it():
              if r.param == "scalable_units" and r.compiles_high is not None}
     assert texts == {"for every scalable_units searched (1 .. 500000) [numeric bracket]; the "
                      "design compiles only while scalable_units <= 500000 (E316: `count` past "
-                     "its plausible range, at most 1000000, at examples/dgx_superpod.astral:74)"}
+                     "its plausible range, at most 1000000, at examples/dgx_superpod.astral:76)"}

@@ -379,8 +379,7 @@ def test_cost_column_only_with_prices_and_w800_names_the_unpriced(project):
     assert "cost_usd" not in _run(project, "hosts_per_rack=1..2").columns
     parts = project.parent / "lib" / "parts.astral"
     parts.write_text(parts.read_text().replace(
-        "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)",
-        "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G) { price = 300000 USD }"))
+        "liquid_share = 75 %)", "liquid_share = 75 %) { price = 300000 USD }"))
     result = _run(project, "hosts_per_rack=1..2")
     assert "cost_usd" in result.columns
     # 4 racks per row x 2 rows x hosts_per_rack hosts at 300,000 USD; the feeders have no price
@@ -394,8 +393,7 @@ def test_the_table_shows_each_rows_warnings_as_json_and_csv_do(project, capsys):
     equipment; on a terminal too, not only in JSON and CSV."""
     parts = project.parent / "lib" / "parts.astral"
     parts.write_text(parts.read_text().replace(
-        "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)",
-        "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G) { price = 300000 USD }"))
+        "liquid_share = 75 %)", "liquid_share = 75 %) { price = 300000 USD }"))
     args = ["sweep", str(project), "--grid", "hosts_per_rack=1,5", "--workers", "1"]
     _, out, _ = _cli(args + ["--format", "jsonl"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]

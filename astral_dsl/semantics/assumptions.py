@@ -1,0 +1,202 @@
+"""`assumed "why"`: a value stated as an assumption, not a sourced figure (docs/language.md,
+18.2), and the warning (W216) that a design using it gets.
+
+`power = 0.8 kW assumed "no data sheet gives it"` in a template's body, `capacity: power = 1.2 MW
+assumed "..."` as a parameter's default, `param racks = 8 assumed "..."` at the top of a file:
+the value is used as written, and each place in the user's files that brings it into the design
+is told which value was assumed, the value and why, with the value's line as its related span
+("assumed here"). The
+places of an instance are noted as the instantiator makes and finds it (`asked`: a call in the
+user's files, or the instance whose stdlib body asks for it, NVL72's for its switch trays); a
+user's template based on the stdlib's is its own place (`host Node = HGX8(...)`, as W212's).
+The warnings are said once the frames are complete (`report`, before they are frozen): for
+each evaluated field and each default an instance reads (`reading_defaults`), once per
+assumption and place, however far the design replicates the part (an instance is made once per
+distinct set of arguments: semantics/instantiate.py). An assumption in the user's own files is
+reported at the value itself. A value of the user's own replaces the assumed one and silences
+it: a derived template's body or an argument that sets the field, an argument for the parameter
+(or a body that sets every field reading it), `--set` for a `param`. `allow W216 "why"` accepts
+it as any warning. `assumed` with no reason is E223, used or not."""
+from __future__ import annotations
+
+from typing import Callable, List
+
+from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span
+from astral_dsl.model.values import POISON, Group, show
+from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_of
+from astral_dsl.syntax import ast
+from astral_dsl.units import Quantity, format_number
+
+CODE = "W216"
+
+
+def asked(it, frame: Frame, env: Env, span: Span) -> None:
+    """Note that `env` asks for `frame` at `span`: a place in the user's files, or (a stdlib
+    template's body) the instance whose body it is, which the user's files bring in."""
+    if not env.module.is_stdlib:
+        asker = span
+    else:
+        asker = frame_of(env)
+        if asker is None:
+            return
+    # by the span, or the asking instance's id: in order, each once (a generated design may
+    # ask for one instance from 100,000 places)
+    it.asked.setdefault(id(frame), {}).setdefault(
+        asker if isinstance(asker, Span) else id(asker), asker)
+
+
+def reading_defaults(it, make: Callable[[], Frame]) -> Frame:
+    """`make()`, an instance, keeping each assumed default bound while it is made (`it.defaulted`:
+    (template, parameter, the caller's environment, the call's span, the value), noted by
+    semantics/arguments.bind) that the instance reads: a default whose field the instance sets
+    otherwise (a derived template's body, `host Node = HGX8(...) { liquid_share = 0 % }`) is
+    not used."""
+    mark = len(it.defaulted)
+    try:
+        frame = make()
+        for entry in it.defaulted[mark:]:
+            if _reads(frame, entry[0], entry[1].name.name):
+                it.assumed_defaults.append(entry)
+    finally:
+        del it.defaulted[mark:]
+    return frame
+
+
+def _reads(frame: Frame, template, name: str) -> bool:
+    """Does a statement `template`'s body laid on `frame` (and not overridden since), a check
+    of it or its base's arguments name parameter `name`?"""
+    decl = template.decl
+    stmts = [d.stmt for d in frame.defs.values() if _template(d.env) is template]
+    stmts += [c for c, env in frame.checks if _template(env) is template]
+    stmts += [decl.base] if decl.base is not None else []
+    return any(isinstance(n, ast.Name) and n.name == name
+               for stmt in stmts if isinstance(stmt, ast.Node) for n in ast.walk(stmt))
+
+
+def report(it) -> None:
+    """W216 for every assumed value that the frames of `it` hold (an evaluated field) or read
+    (a parameter's default), at each place of the user's files that brings it in."""
+    for frame in it.frames:
+        for name, d in frame.defs.items():
+            stmt = d.stmt
+            if isinstance(stmt, ast.Field) and stmt.assumed is not None and \
+                    frame.values.get(name, POISON) is not POISON:
+                user = not d.env.module.is_stdlib
+                message = f"`{name}` of {frame.kind} `{frame.name}` is assumed: " \
+                          f"{_shown(frame.values[name])}"
+                hint = _field_hint(frame, name, d, user)
+                for at in ([stmt.value.span] if user else _sites(it, frame, set())):
+                    _warn(it, stmt.assumed, stmt.value.span, at, message, hint)
+    for template, p, caller, span, value in it.assumed_defaults:
+        pname = p.name.name
+        message = f"parameter `{pname}` of {template.kind} `{template.name}` takes its " \
+                  f"assumed default: {_shown(value)}"
+        hint = f"pass the value from the data sheet: `{template.name}({pname} = ...)`"
+        for at in _default_sites(it, template, p, caller, span):
+            _warn(it, p.assumed, p.default.span, at, message, hint)
+
+
+def _field_hint(frame: Frame, name: str, d: FieldDef, user: bool) -> str:
+    template = _template(d.env)
+    if user or template is None:
+        return "replace it with the value from its source"
+    if template.kind != frame.kind:        # a record or a part declared in its body
+        return f"state the value from its source in a {template.kind} of your own based on " \
+               f"`{template.name}`"
+    owner = template.name
+    hint = f"state the value from the data sheet: in a part of your own based on `{owner}` " \
+           f"(`{frame.kind} My{owner} = {owner} {{ {name} = ... }}`)"
+    outer = _template(frame.asked_in) if frame.asked_in is not None else None
+    if outer is not None and outer.module.is_stdlib and frame.template is template:
+        return hint + f", used in place of the stdlib's `{outer.name}` that asks for `{owner}`"
+    return hint + f", or as an argument (`{owner}({name} = ...)`)"
+
+
+def _default_sites(it, template, p: ast.ParamDef, caller: Env, span: Span) -> List[Span]:
+    """Where the user's files bring in a default of `template` bound for a call at `span` in
+    `caller`: the default itself when the user's files state it."""
+    if not template.module.is_stdlib:
+        return [p.default.span]
+    if not caller.module.is_stdlib:
+        return [span]
+    parent = frame_of(caller)
+    return (_sites(it, parent, set()) if parent is not None else []) or [p.default.span]
+
+
+def _sites(it, frame: Frame, seen: set) -> List[Span]:
+    """The places of the user's files that bring `frame` in, in the order they asked for it:
+    the user's declaration of its template (`rack R = DGX_H100_Rack`: the user's line that
+    takes the stdlib's values), else each place the user's files ask for it, and those of the
+    instances whose stdlib bodies ask for it (NVL72's for its switch trays); its first place
+    when none was noted (a copy isolated for a scenario)."""
+    if id(frame) in seen:
+        return []
+    seen.add(id(frame))
+    template = frame.template
+    if template is not None and not template.module.is_stdlib:
+        return [frame.span]
+    out: dict = {}                   # the spans, in order, each once
+    for asker in it.asked.get(id(frame), {}).values():
+        for at in ([asker] if isinstance(asker, Span) else _sites(it, asker, seen)):
+            out.setdefault(at, at)
+    return list(out) or ([frame.used_at] if frame.used_at is not None else [])
+
+
+def param_assumed(it, node: ast.Param, value) -> None:
+    """W216 for a module's `param` left to its default, when that is an assumption."""
+    if node.assumed is None:
+        return
+    name = node.name.name
+    _warn(it, node.assumed, node.default.span, node.default.span,
+          f"parameter `{name}` is assumed: {_shown(value)}",
+          f"state it from a source (or set it: `--set {name}=...`)")
+
+
+def unsaid(tree: ast.Module, diagnostics: List[Diagnostic]) -> None:
+    """E223 for each `assumed` of `tree` that says no reason."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assumption) and (
+                node.reason is None or not node.reason.value.strip()):
+            diagnostics.append(Diagnostic(
+                "E223", Severity.ERROR, "`assumed` says no reason", node.span,
+                'say why the value is assumed, e.g. `assumed "no data sheet gives it"`'))
+
+
+def _warn(it, assumption: ast.Assumption, where: Span, at: Span, message: str,
+          hint: str) -> None:
+    """The warning at `at` about the value stated at `where`, once per assumption and place
+    (`where` itself when no place of the user's files is known)."""
+    at = at or where
+    if assumption.reason is None or not assumption.reason.value.strip():
+        return                         # E223 says so
+    key = (assumption.span, at)
+    said = it.assumptions_said
+    if key in said:
+        return
+    said.add(key)
+    related = () if at.file == where.file and at.start.line == where.start.line else (
+        Related(where, "assumed here"),)
+    it.diagnostics.append(Diagnostic(CODE, Severity.WARNING,
+                                     f"{message} ({assumption.reason.value})", at,
+                                     hint + f", or accept it: `allow {CODE} \"why\"`",
+                                     related=related))
+
+
+def _template(env: Env):
+    """The template whose body `env` (or an environment it is inside) evaluates."""
+    while env is not None and env.template is None:
+        env = env.outer
+    return env.template if env is not None else None
+
+
+def _shown(value) -> str:
+    """The value as a message shows it: `0.8 kW`, `85 %`, `4 x DGX_H100`."""
+    if isinstance(value, Group):
+        return " + ".join(f"{r.count} x {_shown(r.item)}" for r in value.runs)
+    if isinstance(value, Frame):
+        return value.name
+    if isinstance(value, Quantity) and value.unit and value.magnitude == value.magnitude:
+        short = format_number(float(f"{value.magnitude:.4g}"))      # 11.81 kW, not 11.80548578
+        said = f"{short} {value.unit}"
+        return said if float(short) == value.magnitude else f"about {said}"
+    return show(value)
