@@ -157,3 +157,17 @@ job k { model = Llama4_Scout }
         ("rms", 4, False, False)
     assert (k.model.qk_norm, k.model.nope_every, k.permute_fusion, k.rope_fusion) == \
         ("l2", 4, True, True)                              # the default: fused kernels
+
+
+def test_the_fusion_switches_warn_outside_megatron():
+    """`permute_fusion` and `rope_fusion` are Megatron-Core's switches: stated false with
+    torchtitan they change nothing, and W751 says so at each (tests/bad/jobs)."""
+    from pathlib import Path
+
+    import astral_dsl
+
+    path = Path(__file__).parent / "bad" / "jobs" / "permute_fusion_torchtitan.astral"
+    fc = astral_dsl.forecast(path)
+    said = [d.message for d in fc.diagnostics if d.code == "W751"]
+    assert any("permute_fusion has no effect with framework = torchtitan" in m for m in said)
+    assert any("rope_fusion has no effect with framework = torchtitan" in m for m in said)
