@@ -180,7 +180,7 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     ops = cols.get("op") or [""] * n
     # each distinct (phase, op) read once, in the order the rows first name them; the rows
     # then take their codes by one index each (not two numpy item assignments a row)
-    first: Dict[Tuple[str, str], int] = dict.fromkeys(zip(cols["phase"], ops))
+    first: Dict[Tuple[object, object], int] = dict.fromkeys(zip(cols["phase"], ops), 0)
     codes = np.empty((len(first), 2), dtype=np.int8)
     for j, (name, o) in enumerate(first):
         first[(name, o)] = j
