@@ -753,3 +753,32 @@ def test_a_file_past_the_cap_is_refused_unread(tmp_path):
         ("E781", "the file is larger than 1024 MiB: not read",
          "profile fewer steps per file, or split a rank log by rank")]
     assert peak < 16 << 20
+
+
+def test_the_column_road_reads_each_rows_phase_and_op_as_the_row_road_does(tmp_path):
+    """The column road (observe/ranklog.py _columns) maps each distinct (phase, op) once and
+    gives every row its codes: the same phases, ops and W784s, row for row, as the row-by-row
+    road (taken when one row is bad), whatever the spellings, aliases, unknown names and ops
+    and in whatever order the rows first name them."""
+    rows = [("warmup", ""), ("Forward", ""), ("forward-send", ""), ("dp_comm", "all_reduce"),
+            (" BACKWARD ", ""), ("pp_comm", "recv"), ("warmup", ""), ("grads-reduce-scatter", ""),
+            ("idle", ""), ("pp_comm", "send"), ("Forward", ""), ("comm", "AllGather"),
+            ("forward-send", "recv"), ("dp_comm", "all_reduce"), ("idle", "")]
+    text = "rank,iteration,phase,start_s,duration_s,peer,op\n" + "".join(
+        f"{i % 2},1,{phase},{i}.5,0.25,{'' if 'comm' not in phase else 1 - i % 2},{op}\n"
+        for i, (phase, op) in enumerate(rows))
+    read = {}
+    for road, bad in (("columns", ""), ("rows", "0,1,forward,x,1,,\n")):
+        p = tmp_path / f"{road}.csv"
+        p.write_text(text + bad)
+        obs = observe.load([str(p)])
+        read[road] = ({r: (t.phase.tolist(), t.op.tolist()) for r, t in obs.ranks.items()},
+                      [(d.code, d.message) for d in obs.diagnostics if d.code == "W784"])
+    assert read["columns"] == read["rows"]
+    phases, w784 = read["columns"]
+    assert phases[0][0][:2] == [PHASE_INDEX["other"], PHASE_INDEX["pp_comm"]]
+    assert [m for _, m in w784] == [
+        "phase `idle` is not known (2 row(s)): counted as `other`, neither compute nor "
+        "communication",
+        "phase `warmup` is not known (2 row(s)): counted as `other`, neither compute nor "
+        "communication"]

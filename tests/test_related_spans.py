@@ -15,7 +15,7 @@ import jsonschema
 import astral_dsl
 from astral_dsl import resources
 from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span
-from astral_dsl.outputs.human import render
+from astral_dsl.outputs.human import MAX_SHOWN, render
 from clirun import astral
 
 
@@ -135,11 +135,16 @@ def test_the_text_shows_the_related_span_as_a_note_with_its_snippet():
     decl = _stdlib_line("cooling.astral", "air RearDoor(")
     head, note = shown.split("\nnote: ")
     assert "--> d.astral:6:11" in head and "doors = RearDoor()" in head
+    # the declaration's line as a snippet shows a line: whole, or cut to MAX_SHOWN characters
+    # from its start (the span is at column 1) and marked `...` (its `assumed` reasons made it
+    # long)
+    line = lines["stdlib/cooling.astral"][decl - 1]
+    shown_line = line if len(line) <= MAX_SHOWN else line[:MAX_SHOWN] + "..."
     assert note.split("\n")[:4] == [
         "air `RearDoor` is declared here",
         f"  --> stdlib/cooling.astral:{decl}:1",
         "   |",
-        f"{decl} | " + lines["stdlib/cooling.astral"][decl - 1]]
+        f"{decl} | " + shown_line]
 
 
 def test_json_carries_the_related_ranges_and_validates(tmp_path):

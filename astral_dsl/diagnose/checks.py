@@ -30,7 +30,7 @@ CUT = 0.9                # a last iteration with fewer records than this share o
 SCHEDULE_OFF = 0.5       # communication records per iteration this far from the stage's median
 # the phases of a pipeline transfer: a log's pp_comm, a trace's send or receive on the pipeline
 # group or on none named (`comm`)
-PIPELINE_PHASES = np.array([PHASE_INDEX["pp_comm"], PHASE_INDEX["comm"]], dtype=np.int8)
+PIPELINE_PHASES = (PHASE_INDEX["pp_comm"], PHASE_INDEX["comm"])
 
 
 def diag(code, message, file=None, hint=None, notes=()) -> Diagnostic:
@@ -269,8 +269,11 @@ def rank_order(traces, rm, fit_of=None, tiebreak=None) -> Optional[Diagnostic]:
 def pipeline(t) -> np.ndarray:
     """The rank's pipeline transfers that name a peer (a CP ring's or an EP exchange's sends,
     of their own phase, are not its pipeline's)."""
+    # one comparison a code, not np.isin: on a rank's int8 codes isin builds a lookup table
+    # each call, 10-100 times the cost (this runs for every rank under every candidate order)
+    pp_comm, comm = PIPELINE_PHASES
     return ((t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])) & (t.peer >= 0) & \
-        np.isin(t.phase, PIPELINE_PHASES)
+        ((t.phase == pp_comm) | (t.phase == comm))
 
 
 # ---- another job of the same world size -------------------------------------------------------

@@ -22,10 +22,12 @@ SCALARS = (str, int, float, bool, type(None))
 SCALAR_TYPES = frozenset(SCALARS)
 
 
-def floats_of(values) -> np.ndarray:
+def floats_of(values, kinds=None) -> np.ndarray:
     """Strings or numbers -> float64; a missing value ("" fails, None becomes NaN and fails the
-    finiteness check), a boolean or a text not in the digits 0-9 (`not_ascii`) is an error."""
-    kinds = set(map(type, values))
+    finiteness check), a boolean or a text not in the digits 0-9 (`not_ascii`) is an error.
+    `kinds`: the values' types when the caller has them (found here otherwise)."""
+    if kinds is None:
+        kinds = set(map(type, values))
     if bool in kinds:
         raise ValueError("boolean")
     if str in kinds and any(not_ascii(v) for v in values if type(v) is str):
@@ -39,8 +41,8 @@ def not_ascii(text: str) -> bool:
     return not text.isascii() or "_" in text
 
 
-def ints_of(values) -> np.ndarray:
-    arr = floats_of(values)
+def ints_of(values, kinds=None) -> np.ndarray:
+    arr = floats_of(values, kinds)
     if not np.isfinite(arr).all() or (arr != np.round(arr)).any() or \
             (np.abs(arr) > MAX_WHOLE).any() or rounded_to_max(values, arr):
         raise ValueError("not whole, or beyond 2^53")

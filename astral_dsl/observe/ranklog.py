@@ -155,13 +155,15 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     """All rows at once (numpy); None when any row is bad, so that the row-by-row reader can
     say which."""
     n = len(line_numbers)
-    if any(not set(map(type, c)) <= SCALAR_TYPES for c in cols.values() if c is not None):
+    # each column's types, found once (the numbers' readers check them again otherwise)
+    kinds = {k: set(map(type, c)) for k, c in cols.items() if c is not None}
+    if any(not kind <= SCALAR_TYPES for kind in kinds.values()):
         return None                 # a list or an object: the row-by-row reader names the row
     try:
-        rank = ints_of(cols["rank"])
-        it = ints_of(cols["iteration"])
-        start = floats_of(cols["start_s"])
-        dur = floats_of(cols["duration_s"])
+        rank = ints_of(cols["rank"], kinds.get("rank"))
+        it = ints_of(cols["iteration"], kinds.get("iteration"))
+        start = floats_of(cols["start_s"], kinds.get("start_s"))
+        dur = floats_of(cols["duration_s"], kinds.get("duration_s"))
         peers = cols.get("peer") or [None] * n
         peer = floats_of([-1 if v in (None, "") else v for v in peers])
     except (ValueError, TypeError):
@@ -176,14 +178,16 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     phase = np.empty(n, dtype=np.int8)
     op = np.zeros(n, dtype=np.int8)
     ops = cols.get("op") or [""] * n
-    cache: Dict[Tuple[str, str], Tuple[int, int]] = {}
-    for i, (name, o) in enumerate(zip(cols["phase"], ops)):
-        key = (name, o)
-        hit = cache.get(key)
-        if hit is None:
-            hit = cache[key] = _phase_op(str(name or "").strip().lower(),
-                                         str(o or "").strip().lower(), unknown)
-        phase[i], op[i] = hit
+    # each distinct (phase, op) read once, in the order the rows first name them; the rows
+    # then take their codes by one index each (not two numpy item assignments a row)
+    first: Dict[Tuple[object, object], int] = dict.fromkeys(zip(cols["phase"], ops), 0)
+    codes = np.empty((len(first), 2), dtype=np.int8)
+    for j, (name, o) in enumerate(first):
+        first[(name, o)] = j
+        codes[j] = _phase_op(str(name or "").strip().lower(), str(o or "").strip().lower(),
+                             unknown)
+    at = np.fromiter(map(first.__getitem__, zip(cols["phase"], ops)), np.intp, n)
+    phase[:], op[:] = codes[at, 0], codes[at, 1]
     if unknown:                 # counted in one pass (a pass per name was quadratic)
         counts = Counter(str(v or "").strip().lower() for v in cols["phase"])
         for name in unknown:

@@ -111,3 +111,53 @@ def test_a_bound_of_the_shown_precision_is_found_as_that_value():
     assert Shown(1000.0, 0.0, 4).snap(40800.0000003, 40790.0) == 40800.0
     # a temperature point: degC from 273.15 K
     assert Shown(1.0, 273.15, 4).snap(318.1499999999, 318.2) == pytest.approx(318.15)
+
+
+# ---- the symbolic side's solved sets, kept by what was solved (symbolic.py _SOLVED) ----------
+def _solved_limit(rhs, strict=False):
+    import sympy
+
+    h = sympy.Symbol("h", positive=True)
+    lhs = sympy.Float(10.2e3) * h
+    return h, Limit("k", "check", "k", 10.2e3 * 4, float(rhs), "<=", "W", lhs_shadow=lhs,
+                    rhs_shadow=sympy.Float(rhs), strict=strict)
+
+
+def test_a_limit_solved_again_is_the_same_range_and_a_changed_one_is_solved_anew(monkeypatch):
+    """The second solve of the same limit comes from the kept sets (solveset not called), equal
+    to the first; a limit whose numbers or strictness changed is solved again, to its own set."""
+    import sympy
+
+    from astral_dsl.explore.margins import symbolic
+
+    monkeypatch.setattr(symbolic, "_SOLVED", type(symbolic._SOLVED)())
+    solves = []
+    real = sympy.solveset
+    monkeypatch.setattr(sympy, "solveset", lambda *a, **k: solves.append(a) or real(*a, **k))
+    h, lim = _solved_limit(45e3)
+    first = symbolic.symbolic_range(lim, "h", h, {h: 4}, False, True)
+    again = symbolic.symbolic_range(lim, "h", h, {h: 4}, False, True)
+    assert first == again and first.high == pytest.approx(45 / 10.2) and len(solves) == 1
+    _, moved = _solved_limit(50e3)              # another number: its own set
+    other = symbolic.symbolic_range(moved, "h", h, {h: 4}, False, True)
+    assert other.high == pytest.approx(50 / 10.2) and len(solves) == 2
+    _, strict = _solved_limit(45e3, strict=True)    # `<`: the end is open
+    opened = symbolic.symbolic_range(strict, "h", h, {h: 4}, False, True)
+    assert opened.high_open and not first.high_open and len(solves) == 3
+    whole = symbolic.symbolic_range(lim, "h", h, {h: 4}, True, True)   # a count: whole values
+    assert whole.high == 4 and whole.integer and len(solves) == 4
+    # a number that differs only past a float's 15 digits (sympy's precision) is another input
+    _, finer = _solved_limit(sympy.Float("45000.000000000000001", 30))
+    symbolic.symbolic_range(finer, "h", h, {h: 4}, False, True)
+    assert len(solves) == 5
+
+
+def test_the_solved_sets_kept_are_bounded(monkeypatch):
+    from astral_dsl.explore.margins import symbolic
+
+    monkeypatch.setattr(symbolic, "_SOLVED", type(symbolic._SOLVED)())
+    monkeypatch.setattr(symbolic, "MAX_SOLVED", 3)
+    for rhs in (1e3, 2e3, 3e3, 4e3, 5e3):
+        h, lim = _solved_limit(rhs)
+        symbolic.symbolic_range(lim, "h", h, {h: 4}, False, True)
+    assert len(symbolic._SOLVED) == 3

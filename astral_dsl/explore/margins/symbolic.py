@@ -9,6 +9,8 @@ count field, a replication) keeps the whole values of that set, any other may ta
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from typing import Dict, Optional, Tuple
 
 import sympy
@@ -55,12 +57,44 @@ def symbolic_range(limit: Limit, param: str, symbol, current: Dict, integer: boo
     if symbol not in expr.free_symbols:
         return None
     others = {s: v for s, v in current.items() if s is not symbol}
-    g = sympy.simplify(expr.subs(others))
+    sol = _solved(expr.subs(others), symbol, limit.op, limit.strict, integer, positive)
+    if sol is None:
+        return None
+    return _range_of(param, sol, integer, positive, current.get(symbol))
+
+
+# The sets solved, by the exact structure of what was solved (sympy's srepr: every number's
+# digits and precision, every symbol's name and assumptions) and how: a margins run solves each
+# limit again for each parameter it moves, and the same design's margins (a second run in one
+# process: a sweep's points, the language server, the tests) solve the same again; simplify and
+# solveset are most of the symbolic side's time. Bounded: the least recently used go first.
+MAX_SOLVED = 512
+_SOLVED: "OrderedDict[tuple, object]" = OrderedDict()
+_lock = threading.Lock()
+
+
+def _solved(g0, symbol, op: str, strict: bool, integer: bool, positive: bool):
+    """The set where `g0 op 0` holds in `symbol` (None: solveset could not say), a real
+    variable, within the positive reals when `positive`, whole numbers when `integer`."""
+    key = (sympy.srepr(g0), sympy.srepr(symbol), op, strict, integer, positive)
+    with _lock:
+        if key in _SOLVED:
+            _SOLVED.move_to_end(key)
+            return _SOLVED[key]
+    sol = _solve(g0, symbol, op, strict, integer, positive)
+    with _lock:
+        _SOLVED[key] = sol
+        if len(_SOLVED) > MAX_SOLVED:
+            _SOLVED.popitem(last=False)
+    return sol
+
+
+def _solve(g0, symbol, op: str, strict: bool, integer: bool, positive: bool):
     x = sympy.Symbol(symbol.name, real=True)
-    g = g.subs(symbol, x)
-    if limit.op == "==":
+    g = sympy.simplify(g0).subs(symbol, x)
+    if op == "==":
         rel = sympy.Eq(g, 0)
-    elif limit.strict:
+    elif strict:
         rel = g < 0
     else:
         rel = g <= 0
@@ -73,7 +107,7 @@ def symbolic_range(limit: Limit, param: str, symbol, current: Dict, integer: boo
         return None
     if integer:
         sol = sympy.Intersection(sol, sympy.Range(1, sympy.oo) if positive else sympy.Integers)
-    return _range_of(param, sol, integer, positive, current.get(symbol))
+    return sol
 
 
 def _piece(sol, at):

@@ -1,0 +1,71 @@
+"""Product paths many tests (and users) share, each timed in process: prints CPU seconds (user +
+system of this process, `time.process_time`), the median of RUNS runs after one warm-up run
+(never asserted in tests). Run it on another checkout's code to compare:
+
+    python benchmarks/bench_hot_spots.py                       # this checkout
+    python benchmarks/bench_hot_spots.py /path/to/other/checkout
+
+- `diagnose trial`: benchmarks/proof.py's trial on the single-pod example's 1,024-rank job, a
+  NIC port slowed and a healthy run (what tests/test_diagnose.py's single-pod test does): the
+  synthetic log read by the rank-log reader's column road (observe/ranklog.py), then diagnosed;
+- `rank-log read`: that read alone (synth.write.to_observed of one run's log);
+- `margins, again`: explore.margins.analyse of examples/tutorial_rack.astral, symbolic only,
+  run a second time in the same process (the first run's figure beside it): the symbolic side's
+  sets are kept by what was solved (explore/margins/symbolic.py).
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+
+
+def _cpu(fn) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def _median(fn, runs: int = RUNS) -> float:
+    fn()
+    return statistics.median(_cpu(fn) for _ in range(runs))
+
+
+def main(argv) -> None:
+    # astral_dsl and benchmarks.proof of this checkout (or of the one named), not an installed copy
+    sys.path.insert(0, str(Path(argv[0]).resolve() if argv else ROOT))
+    import astral_dsl
+    from astral_dsl import diagnose, seer
+    from astral_dsl.synth import generate, write
+    from benchmarks.proof import trial
+
+    print(f"astral_dsl from {Path(astral_dsl.__file__).parent}")
+    design = astral_dsl.load(str(ROOT / "examples" / "single_pod.astral"))
+    fc = seer.forecast(design)
+    rm = diagnose.rank_map(design)
+
+    def two_trials():
+        for kind, seed in (("nic_port", 11), ("none", 12)):
+            trial(design, fc, rm, kind, seed, "memory")
+    print(f"diagnose trial (2 runs, 1,024 ranks): {_median(two_trials):.3f} s")
+
+    data = generate(fc, rm, [], seed=12)
+    print(f"rank-log read ({sum(len(t) for t in write.to_observed(data).traces):,} rows): "
+          f"{_median(lambda: write.to_observed(data)):.3f} s")
+
+    from astral_dsl.explore import margins
+    path = str(ROOT / "examples" / "tutorial_rack.astral")
+    first = _cpu(lambda: margins.analyse(path, numeric=False))
+    again = statistics.median(_cpu(lambda: margins.analyse(path, numeric=False))
+                              for _ in range(RUNS))
+    print(f"margins of {Path(path).name}, symbolic only: first {first:.3f} s, "
+          f"again {again:.3f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
