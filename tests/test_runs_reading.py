@@ -363,7 +363,7 @@ def test_padded_token_drop_removes_the_forward_token_count_pause():
     """Padded to capacity, Megatron-Core's alltoall dispatcher sets no host synchronisation
     point (0.12.0 token_dispatcher.py: drop_and_pad keeps cuda_sync_point = "no_sync"): r185
     (Mixtral 8x7B, 32 MoE layers, 2 micro-batches a rank, no pipeline) loses exactly its
-    forwards' pauses, 2 x 32 x moe_sync_s, and keeps the backward's; Mixtral's 8 experts at
+    forwards' pauses, 2 x 32 x moe_sync_s (the backward has none, padded or not); Mixtral's 8 experts at
     capacity factor 1 take ceil(8,192 x 2 / 8) x 8 = 16,384 copies, as dropless. Compared with
     the parameter gather after the step (without `overlap_param_gather`): overlapped, the
     dropless job's host keeps pace with its compute, so its gather is chained one bucket ahead

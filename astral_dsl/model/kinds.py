@@ -199,6 +199,14 @@ _register(make_kind("model", "an LLM architecture", dict(
     yarn_factor=q("number", "YaRN's RoPE scaling factor (GPT-OSS: 32), with its default attention "
                   "factor 0.1 ln(factor) + 1 on the rotary embeddings", low=1, limit=1e6,
                   why="a million times the trained context"),
+    qk_norm=enum("none", "rms", "l2",
+                 doc="a norm on the attention's queries and keys after their projection: "
+                     "rms (Qwen3: Megatron-Core's qk_layernorm, Transformer Engine's RMSNorm), "
+                     "l2 (Llama 4: qk_l2_norm); default none"),
+    nope_every=q("count", "every this many layers one without rotary embeddings nor the query-key "
+                 "norm, the last of each run (Llama 4: 4; NeMo 2.4.0 llama4_utils.py "
+                 "is_nope_layer); not stated: every layer has them", low=1, limit=MAX_LAYERS,
+                 why=_LAYERS),
     expert_groups=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
     group_top_k=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
     router_score=enum("softmax", "sigmoid",
@@ -315,6 +323,15 @@ _register(make_kind("job", "an LLM training job", dict(
                            "GEMM (the default); false: each expert's GEMMs of its own, one "
                            "expert after another (Megatron-Core without --moe-grouped-gemm: "
                            "SequentialMLP)"),
+    permute_fusion=FieldSpec(BoolType(), doc="an MoE layer's token permutation and "
+                             "unpermutation as Transformer Engine's fused kernels (the default, "
+                             "as Seer prices the recipes' rows); false: Megatron-Core's unfused "
+                             "PyTorch path (moe_permute_fusion = False: NeMo 2.x's Llama 4 and "
+                             "Mixtral)"),
+    rope_fusion=FieldSpec(BoolType(), doc="rotary embeddings as Transformer Engine's fused "
+                          "kernel (the default, as Seer prices the recipes' rows); false: "
+                          "Megatron-Core's unfused PyTorch RoPE (apply_rope_fusion = False: "
+                          "NeMo 2.x's Llama 4)"),
     router_fusion=FieldSpec(BoolType(), doc="an MoE router's score, top-k and "
                             "load-balancing-loss kernels as Transformer Engine's fused ones "
                             "(Megatron-Core's --moe-router-fusion); default false, "

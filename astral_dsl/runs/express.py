@@ -31,7 +31,7 @@ MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", 
                 "window_share", "shared_ffn", "mamba_layers", "attention_layers", "pattern",
                 "mamba_state", "mamba_head_dim", "mamba_groups", "mamba_expand", "mamba_chunk",
                 "activation_clamp", "expert_bias", "expert_groups", "group_top_k",
-                "yarn_factor", "mamba_heads", "router_score", "aux_loss")
+                "yarn_factor", "mamba_heads", "router_score", "aux_loss", "qk_norm", "nope_every")
 
 
 @records.frozen

@@ -58,6 +58,13 @@ NEMO2_TOKEN_DROP = (
 # (model label prefix as precision.squeezed, first NeMo 2.x release) whose experts run as
 # SequentialMLP (module docstring)
 NEMO2_SEQUENTIAL_EXPERTS = (("mixtral", (25, 4)),)
+# (model label prefix as precision.squeezed, first NeMo 2.x release) whose config runs
+# Megatron-Core's unfused token permutation, and of those the ones with unfused RoPE: NeMo
+# 2.4.0 collections/llm/gpt/model/llama.py, Llama4Config `moe_permute_fusion = False`,
+# `apply_rope_fusion = False`; its MixtralConfig (mixtral.py) leaves Megatron-Core's default,
+# 0.14.0 transformer_config.py `moe_permute_fusion: bool = False`, and fuses RoPE
+NEMO2_UNFUSED_PERMUTE = (("llama4", (25, 4)), ("mixtral", (25, 4)))
+NEMO2_UNFUSED_ROPE = (("llama4", (25, 4)),)
 # (model label prefix as precision.squeezed, the GPUs and precisions on which its Megatron-Bridge
 # performance recipe runs the flex dispatcher): every other row of the model keeps the alltoall
 # dispatcher (module docstring)
@@ -102,6 +109,14 @@ def sequential_experts(label: str, release: Optional[Tuple[int, int]]) -> bool:
     """Whether a Megatron MoE row ran its experts as SequentialMLP (`grouped_gemm = false`,
     module docstring): `label` its model as precision.squeezed, `release` its NeMo container's."""
     return _nemo2(NEMO2_SEQUENTIAL_EXPERTS, label, release)
+
+
+def recipe_fusions(label: str, release: Optional[Tuple[int, int]]) -> Tuple[bool, bool]:
+    """Whether a Megatron row of model `label` (as precision.squeezed) from the NeMo container
+    `release` ran (token permutation, RoPE) as Transformer Engine's fused kernels: not where
+    its NeMo 2.x config runs Megatron-Core's unfused ones (NEMO2_UNFUSED_PERMUTE, _ROPE)."""
+    return (not _nemo2(NEMO2_UNFUSED_PERMUTE, label, release),
+            not _nemo2(NEMO2_UNFUSED_ROPE, label, release))
 
 
 def recipe_alltoall(label: str, gpu: str, dtype: str) -> Optional[str]:

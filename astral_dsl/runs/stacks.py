@@ -19,7 +19,7 @@ from astral_dsl.runs.loss_recipe import recipe_cross_entropy
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
 from astral_dsl.runs.moe_recipe import (recipe_alltoall, recipe_hybridep, recipe_token_drop,
-                                        sequential_experts)
+                                        recipe_fusions, sequential_experts)
 from astral_dsl.runs.releases import (FA2_BEFORE, FLEX_FROM, FP8_PARAMS_FROM, FSDP_NO_FP8_PARAMS,
                                       MOE_GRAPHS_FROM, MXFP8_GATHER_AFTER_STEP, release_of)
 from astral_dsl.runs.router_recipe import recipe_router_fusion
@@ -247,6 +247,15 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     fields["capacity_factor"] = 1.0
                     fields["pad_to_capacity"] = True
                     assumed.append(dropped)
+                permute, rope = recipe_fusions(_n(row.model), release)
+                if not permute:
+                    fields["permute_fusion"] = False
+                    assumed.append("Megatron-Core's unfused token permutation (NeMo 2.x's "
+                                   "config: moe_permute_fusion off: runs/moe_recipe.py)")
+                if not rope:
+                    fields["rope_fusion"] = False
+                    assumed.append("Megatron-Core's unfused RoPE (NeMo 2.x's Llama4Config: "
+                                   "apply_rope_fusion off: runs/moe_recipe.py)")
                 if sequential_experts(_n(row.model), release):
                     fields["grouped_gemm"] = False
                     assumed.append("the experts as Megatron-Core's SequentialMLP, one expert's "

@@ -60,6 +60,7 @@ OPTIONS: Dict[str, str] = {
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
     "torch_compile": "", "fp8_params": "", "capacity_factor": "", "pad_to_capacity": "",
     "moe_routing": "", "grouped_gemm": "", "router_fusion": "", "cross_entropy": "",
+    "permute_fusion": "", "rope_fusion": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "etp": "parallel", "sp": "parallel", "order": "parallel", "schedule": "parallel",
@@ -129,6 +130,7 @@ def model_spec(inst) -> ModelSpec:
         activation_clamp=_float(f("activation_clamp"), 0.0) or 0.0,
         expert_bias=f("expert_bias") is True,
         yarn_factor=_float(f("yarn_factor"), 0.0) or 0.0,
+        qk_norm=str(f("qk_norm") or "none"), nope_every=_int(f("nope_every"), 0) or 0,
         expert_groups=_int(f("expert_groups"), 0) or 0,
         group_top_k=_int(f("group_top_k"), 0) or 0,
         router_score=str(f("router_score") or "softmax"), aux_loss=str(f("aux_loss") or "none"),
@@ -271,4 +273,6 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         pad_to_capacity=f.get("pad_to_capacity") is True,
         grouped_gemm=f.get("grouped_gemm") is not False,
         router_fusion=f.get("router_fusion") is True,
+        permute_fusion=f.get("permute_fusion") is not False,
+        rope_fusion=f.get("rope_fusion") is not False,
         cross_entropy=f.get("cross_entropy"))

@@ -19,7 +19,7 @@ scaling each chunk's forward ends with the amax all-reduce (docs/seer.md, "Low p
 With `recompute_layers` only each chunk's first layers are recomputed. Multi-head latent attention
 (DeepSeek-V3) projects queries and keys through their latent ranks; sliding-window layers attend
 to their window. Without CUDA graphs an MoE layer's forward waits for the host to read its token
-counts (none when padded to capacity) and both its passes lose moe_sync_s (fitted); with token
+counts (none when padded to capacity) and loses moe_sync_s there (fitted); with token
 dropping its experts take JobSpec.routed's copies. Every block takes at least the host's time
 to issue its layers (host_layer_s, fitted; template.py); an MoE layer's routing kernels cost
 moe_layer_s (fitted) beyond what bytes and FLOPs price.
@@ -129,9 +129,12 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         self.dim_copies = self.sp and job.framework == "torchtitan"
         cal = costs.cal
         self.host_layer_s = 0.0 if job.cuda_graphs else cal.host_layer_s
-        # an MoE layer's pause (moe_sync_s): in the forward the host's wait for the token
-        # counts, which padded token dropping has not; the backward's (no such wait in
-        # Megatron-Core, but the fit finds as much lost there) only CUDA graphs remove
+        # an MoE layer's pause (moe_sync_s): the forward's wait for the host to read the token
+        # counts, which padded token dropping and CUDA graphs have not; the backward waits on
+        # nothing from the host (Megatron-Core 0.16.0 transformer/moe/token_dispatcher.py: the
+        # counts' device-to-host copy is in the forward's dispatch_preprocess, the all-to-all's
+        # backward reuses the split sizes the forward kept; Transformer Engine 2.11
+        # pytorch/permutation.py's backward functions read no count back: docs/seer.md, stop 62)
         self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
         self.moe_sync_fwd_s = self.moe_sync_s if job.host_counts else 0.0
         # Megatron-LM's expert GEMMs (a batch of local experts) run one per expert on TE's
@@ -318,7 +321,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         # alike but for its activations' copies and (recompute_layers) whether it is recomputed;
         # its weights' gather is its own (`own`: each layer waits for the next gather)
         whole = self.job.recompute_layers if self.job.recompute == "full" else None
-        shape = self.job.model.shape_key
+        shape = self.layer_shape
         if whole is not None:
             shape = lambda L, key=shape: (key(L), L - first < whole)   # noqa: E731
         if offloaded:
@@ -373,4 +376,10 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         """The shape key (model_spec.ModelSpec.shape_key) of each layer of the chunks: a
         template's key slices it (each stage's every chunk asks for one, in both passes)."""
         end = max((first + n for row in self.chunks for first, n in row), default=0)
-        return tuple(map(self.job.model.shape_key, range(end)))
+        return tuple(map(self.layer_shape, range(end)))
+
+    def layer_shape(self, L: int):
+        """A layer's shape key (model_spec.ModelSpec.shape_key), and with `nope_every` whether
+        it is a NoPE layer (no RoPE nor query-key norm: lower_attention._rope)."""
+        key = self.job.model.shape_key(L)
+        return (key, self.job.model.nope(L)) if self.job.model.nope_every else key

@@ -80,17 +80,39 @@ class AttentionOps:
     def _rope(self, b, L, pre, backward=False):
         """Rotary position embeddings on the queries and keys (their rotary part with MLA):
         read and write once (Transformer Engine's fused RoPE; costs.EAGER when eager), or
-        Megatron-Core's unfused RoPE for YaRN (MCORE_YARN_ROPE)."""
+        Megatron-Core's unfused RoPE for YaRN or without `rope_fusion` (MCORE_YARN_ROPE); after
+        the query-key norm (_qk_norm). A NoPE layer (`nope_every`) has neither."""
         m = self.job.model
+        if m.nope(L):
+            return
         width = ((self.heads + 1) * m.rope_dim if m.mla
                  else (self.heads + self.kv_heads) * m.head_dim)
         name = pre + ("rope bwd" if backward else "rope")
         nbytes = 2 * self.tokens * width * self.elem
-        if m.yarn_factor > 1 and not m.mla and self.job.framework == "megatron":
+        self._qk_norm(b, L, name, nbytes, backward)
+        if (m.yarn_factor > 1 or not self.job.rope_fusion) and not m.mla and \
+                self.job.framework == "megatron":
             ratio, kernels = MCORE_YARN_ROPE[1 if backward else 0]
             self._ew(b, name, ratio * nbytes, L, kernels=kernels)
         else:
             self._ew(b, name, nbytes, L, kind="rope")
+
+    def _qk_norm(self, b, L, rope, nbytes, backward):
+        """The query-key norm (`qk_norm`) of a Megatron-Core layer, on the `nbytes` of queries
+        and keys its RoPE (`rope`, the operator's name) reads and writes: Qwen3's RMSNorm
+        (Megatron-Bridge 0.6.2 models/qwen/qwen3_moe_bridge.py and NeMo 2.4.0
+        collections/llm/gpt/model/qwen3.py: `qk_layernorm = True`, Transformer Engine's RMSNorm
+        as q_layernorm and k_layernorm) or Llama 4's L2 norm (NeMo 2.4.0 Llama4Config
+        `qk_l2_norm = True`: Megatron-Core 0.14.0 transformer/torch_norm.py L2Norm, jit-fused),
+        each a read and a write forward and 1.5 times that backward (the input and the output
+        gradient read, the input gradient written), one kernel for the queries and one for the
+        keys. Other frameworks' norm kernels are not read (docs/seer.md, stop 62): none."""
+        norm = self.job.model.qk_norm
+        if norm == "none" or self.job.framework != "megatron":
+            return
+        label = "qk norm" if norm == "rms" else "qk l2 norm"
+        self._ew(b, rope.replace("rope", label), (1.5 if backward else 1.0) * nbytes, L,
+                 kernels=2)
 
     def _attention_fwd(self, b, L, pre=""):
         m, elem = self.job.model, self.elem

@@ -106,7 +106,8 @@ class LinearOps:
             extra = self.cast[0 if norm_fed else 1]
             if extra:
                 rows = self.sp_tokens if norm_fed and self.ag_quantised else m
-                self._ew(b, name + " quantise", extra * rows * k * batch, layer)
+                self._ew(b, name + " quantise", extra * rows * k * batch, layer,
+                         kernels=self.split_kernels(batch, streams))
             if gather is not None:
                 self._amax_tp(b, name, layer)
         op = self._tp_gather(b, gather, layer, k) if gather is not None else None
@@ -141,6 +142,18 @@ class LinearOps:
         self._ew(b, name + " dgrad sum",
                  (3 * (parts - 1) if eager else parts + 1) * elems * self.elem, layer,
                  kernels=parts - 1 if eager else 1, kind="stream", join=join)
+
+    @staticmethod
+    def split_kernels(batch, streams) -> int:
+        """The quantise kernels of a batch of `batch` experts' inputs (or output gradients) on
+        the per-expert path (`streams` above 1: costs.GEMM_STREAMS): Transformer Engine's
+        GroupedLinear quantises them with `tex.split_quantize` (TE 2.11 module/grouped_linear.py),
+        whose C++ (csrc/extensions/cast.cpp, split_quantize -> multi_tensor_quantize_impl:
+        "Currently only have fused kernel for FP8 delayed scaling") runs each split's quantizer
+        in turn: one kernel an expert, taken for every recipe (docs/seer.md, stop 62: delayed
+        scaling's fused kernel and current scaling's three a split measured worse). One
+        kernel otherwise (the grouped GEMM's path)."""
+        return int(batch) if streams is not None and streams > 1 else 1
 
     def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1, kind=None, join=True):
         kind = kind or stream_kind(name, cat)

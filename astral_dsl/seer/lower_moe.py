@@ -23,6 +23,20 @@ from __future__ import annotations
 from astral_dsl.seer.router_kernels import router_kernels
 from astral_dsl.seer.template import Op
 
+# Megatron-Core's unfused token permutation (`moe_permute_fusion = False`, its default: 0.14.0
+# and 0.16.0 transformer_config.py; NeMo 2.4.0's Llama4Config sets it, its MixtralConfig keeps
+# the default; 0.14.0 transformer/moe/moe_utils.py permute / unpermute without `fused`): rows
+# moved beyond the fused kernels' (source + routed, MoeOps._permute), as (routed, token)
+# coefficients of hidden-wide rows, in UNFUSED_PERMUTE_KERNELS kernels each. unpermute
+# multiplies the routed rows by their probabilities (read and write: 2 routed), zeroes its
+# output and `scatter_add_`s into it (2 tokens); its backward gathers the output gradient to
+# the routed rows and takes the product's gradients (3 routed); permute's backward scatters
+# into a zeroed buffer (2 tokens); permute's forward (the routing map's transpose, arange,
+# masked_select, index_select) is taken to move the fused kernel's rows (exact for top-1)
+MCORE_UNFUSED_PERMUTE = {"unpermute bwd": (3, 0), "permute bwd": (0, 2), "unpermute": (2, 2),
+                         "permute": (0, 0)}      # ordered: a name is matched by its ending
+UNFUSED_PERMUTE_KERNELS = 4
+
 
 class MoeOps:
     """Lowering's MoE operators (attributes: lower.Lowering)."""
@@ -118,7 +132,8 @@ class MoeOps:
         get_permuted_hidden_states_by_experts, after the dispatch; HybridEP's
         dispatch_with_permute is taken to move the same rows), sp_tokens x the expected such
         ranks (ep_hit). Outside Megatron-Core the rows are gathered and scattered by copy,
-        2 x `routed` rows. The probabilities (one element a row) are not counted."""
+        2 x `routed` rows. The probabilities (one element a row) are not counted. Without
+        `permute_fusion`, Megatron-Core's unfused path beyond that (MCORE_UNFUSED_PERMUTE)."""
         job, m = self.job, self.job.model
         rows = 2 * routed
         if job.framework == "megatron":
@@ -126,6 +141,11 @@ class MoeOps:
                 sp_tokens * self.ep_hit()[0]
             rows = source + routed
         self._ew(b, name, rows * m.hidden * self.elem, L, kind="permute")
+        if job.framework == "megatron" and not job.permute_fusion:
+            step = next(s for s in MCORE_UNFUSED_PERMUTE if name.endswith(s))
+            per_routed, per_token = MCORE_UNFUSED_PERMUTE[step]
+            self._ew(b, name + " unfused", (per_routed * routed + per_token * sp_tokens) *
+                     m.hidden * self.elem, L, kind="permute", kernels=UNFUSED_PERMUTE_KERNELS)
 
     def _etp(self, b, name, kind, routed, L):
         """An expert-tensor-parallel all-gather ("ag") or reduce-scatter ("rs") of the
@@ -183,7 +203,7 @@ class MoeOps:
                      L)
             self._linear_bwd(b, "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L,
                              column=False)
-        self._moe_sync(b, "moe token-count sync bwd", L, self.moe_sync_s)
+        self._moe_sync(b, "moe token-count sync bwd", L, 0.0)   # no pause (lower.py, moe_sync_s)
         self._permute(b, "unpermute bwd", sp_tokens, routed, L)
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._etp(b, "etp reduce-scatter bwd", "ag", routed, L)
@@ -192,7 +212,8 @@ class MoeOps:
         for name, mm, n, k in (("expert fc2", rows, m.hidden, ffn),
                                ("expert fc1", rows, ffn * mats, m.hidden)):
             if self.fp8:
-                self._ew(b, name + " grad quantise", self.cast[1] * mm * n * local, L)
+                self._ew(b, name + " grad quantise", self.cast[1] * mm * n * local, L,
+                         kernels=self.split_kernels(local, self.expert_streams))
             self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8,
                        streams=self.expert_streams, expert=self.expert_grouped)
             self._gemm(b, name + " wgrad", k, n, mm, L, batch=local, fp8=self.fp8,

@@ -38,6 +38,10 @@ class ModelSpec:
     activation_clamp: float = 0.0     # a gated activation's inputs clamped (0: not; GPT-OSS: 7)
     expert_bias: bool = False         # the experts' linear layers have biases (GPT-OSS)
     yarn_factor: float = 0.0          # YaRN RoPE scaling (0: none; GPT-OSS: 32)
+    qk_norm: str = "none"             # none | rms (Qwen3) | l2 (Llama 4): the queries' and
+    #                                   keys' norm (lower_attention._qk_norm)
+    nope_every: int = 0               # every Nth layer without RoPE nor the qk norm (0: none;
+    #                                   Llama 4: 4)
     expert_groups: int = 0            # group-limited routing: the experts in this many groups,
     group_top_k: int = 0              # each token's experts in at most this many of them
     #                                   (DeepSeek-V3's node-limited routing: 8 and 4)
@@ -160,6 +164,12 @@ class ModelSpec:
     def dense_mlp(self, layer: int) -> bool:
         """Whether the layer has a dense MLP (a transformer or MLP-only layer, not MoE)."""
         return self.layer_kind(layer) in ("T", "-") and not self.is_moe(layer)
+
+    def nope(self, layer: int) -> bool:
+        """Whether (0-based) `layer` has no rotary embeddings nor query-key norm: NeMo 2.4.0
+        llama4_utils.py, is_nope_layer(layer_number) with Megatron's 1-based layer number,
+        `layer_number % nope_layer_interval == 0` (Llama4Config: every 4th)."""
+        return self.nope_every > 0 and (layer + 1) % self.nope_every == 0
 
     def shape_key(self, layer: int) -> Tuple[str, bool]:
         if not (self.pattern or self.mamba_layers):     # not hybrid: layer_kind and is_moe inline

@@ -100,6 +100,10 @@ class JobSpec:
     grouped_gemm: bool = True                 # local experts as one grouped GEMM; False:
     #                                           one expert after another (SequentialMLP)
     router_fusion: bool = False               # MoE router kernels fused (router_kernels.py)
+    permute_fusion: bool = True               # MoE token permutation fused (TE); False:
+    #                                           Megatron-Core's unfused path (lower_moe.py)
+    rope_fusion: bool = True                  # RoPE fused (TE); False: Megatron-Core's
+    #                                           unfused RoPE (lower_attention.py)
     cross_entropy: Optional[str] = None       # te | native | None (lower_dense.CROSS_ENTROPY)
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
     pp_overlap: bool = False                  # interleaved: each send overlapped with the next

@@ -12,7 +12,7 @@ from astral_dsl.seer.diag import choices, err, warn
 from astral_dsl.seer.spec import JobSpec
 
 MOE_ONLY = ("capacity_factor", "pad_to_capacity", "moe_routing", "grouped_gemm",
-            "router_fusion")
+            "router_fusion", "permute_fusion")
 
 
 def token_drop(spec: JobSpec, where) -> List[Diagnostic]:

@@ -177,6 +177,14 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                          where("router_fusion", ""),
                          "leave `router_fusion` out: Seer counts the router's kernels under "
                          "Megatron-Core only (router_kernels.py)"))
+    for field, what in (("permute_fusion", "token permutation (moe_permute_fusion)"),
+                        ("rope_fusion", "RoPE (apply_rope_fusion)")):
+        if stated.get(field) is False and spec.framework != "megatron":
+            out.append(_warn("W751", f"{name}: {field} has no effect with framework = "
+                                     f"{spec.framework}: it is Megatron-Core's switch to its "
+                                     f"unfused {what}",
+                             where(field, ""),
+                             f"leave `{field}` out: Seer prices the framework's own kernels"))
     if stated.get("cross_entropy") is not None and spec.framework != "megatron":
         out.append(_warn("W751", f"{name}: cross_entropy has no effect with framework = "
                                  f"{spec.framework}: it is Megatron-Core's choice of "
