@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.diagnostics import Diagnostic, Severity, own_part
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.values import Symbol
 from astral_dsl.units import Quantity, format_number, readable
@@ -71,9 +71,8 @@ def _power_hint(kind: str, name: str, leaf: Instance) -> str:
     stdlib template) is not the user's to edit: a part of their own that states it."""
     if leaf.used_at is None:
         return f"declare `power` on `{name}` (its data sheet figure), or on the part that holds it"
-    mine = f"My{name}"
     return (f"`{name}` is the stdlib's, not yours to edit: use a {kind} of your own that states "
-            f"it (its data sheet figure), `{kind} {mine} = {name} {{ power = ... }}`, or declare "
+            f"it (its data sheet figure), `{own_part(kind, name, 'power')}`, or declare "
             f"`power` on the part that holds it")
 
 

@@ -120,6 +120,13 @@ def with_related(d: Diagnostic, span: Span | None, what: str) -> Diagnostic:
     return d if extra in d.related else attrs.evolve(d, related=d.related + (extra,))
 
 
+def own_part(kind: str, base: str, field: str, name: str | None = None) -> str:
+    """The declaration a hint gives for a part of the user's own based on a stdlib one that
+    states `field` (`switch MySwitch51T = Switch51T { power = ... }`): the stdlib's part is not
+    theirs to edit (W212, W216, W690)."""
+    return f"{kind} {name or 'My' + base} = {base} {{ {field} = ... }}"
+
+
 class DiagnosticError(Exception):
     """Raised inside a pass to abandon one construct; the pass records the diagnostic and goes on."""
 

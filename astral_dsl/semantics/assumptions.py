@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Callable, List
 
-from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span, own_part
 from astral_dsl.model.values import POISON, Group, show
 from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_of
 from astral_dsl.syntax import ast
@@ -105,7 +105,7 @@ def _field_hint(frame: Frame, name: str, d: FieldDef, user: bool) -> str:
                f"`{template.name}`"
     owner = template.name
     hint = f"state the value from the data sheet: in a part of your own based on `{owner}` " \
-           f"(`{frame.kind} My{owner} = {owner} {{ {name} = ... }}`)"
+           f"(`{own_part(frame.kind, owner, name)}`)"
     outer = _template(frame.asked_in) if frame.asked_in is not None else None
     if outer is not None and outer.module.is_stdlib and frame.template is template:
         return hint + f", used in place of the stdlib's `{outer.name}` that asks for `{owner}`"

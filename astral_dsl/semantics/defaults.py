@@ -17,7 +17,7 @@ the table. The stdlib's `Transformer` reads its efficiency from the US DOE's tab
 rating this way."""
 from __future__ import annotations
 
-from astral_dsl.diagnostics import Diagnostic, Severity, moved_to
+from astral_dsl.diagnostics import Diagnostic, Severity, moved_to, own_part
 from astral_dsl.model.values import ListValue, type_name
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.frames import Env, Frame, frame_of
@@ -72,7 +72,7 @@ def _hint(part, kind: str, name: str, obj, env: Env) -> str:
     mine = f"My{param[:1].upper()}{param[1:]}"
     return (f"`{part.name}` is the stdlib's, not yours to edit: give `{template.name}`'s "
             f"parameter `{param}` a {kind} of your own that states it, `{template.name}({param} "
-            f"= {mine})` with `{kind} {mine} = {part.name} {{ {name} = ... }}`")
+            f"= {mine})` with `{own_part(kind, part.name, name, mine)}`")
 
 
 def _given_to(param: str, part, env: Env):
