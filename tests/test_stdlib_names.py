@@ -13,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+import astral_dsl
 from astral_dsl import resources
 from astral_dsl.semantics.modules import display_name
 from clirun import REPO, astral, astral_runs
@@ -149,6 +150,9 @@ def test_a_warning_in_a_stdlib_file_is_named_alike_by_check_diff_and_a_baseline(
     diff = json.dumps(json.loads(astral("diff", "../d.astral", "../e.astral", "--format",
                                         "json", cwd=cwd).stdout))
     assert '"stdlib/power.astral"' in diff and "W214" in diff and "sub/stdlib" not in diff
+    monkeypatch.chdir(cwd)                      # and astral_dsl.diff, as the command's
+    api = json.dumps(astral_dsl.diff("../d.astral", "../e.astral").json())
+    assert '"stdlib/power.astral"' in api and "W214" in api and "sub/stdlib" not in api
     (cwd.parent / "ci").mkdir()
     out = astral("check", "../d.astral", "--write-baseline", "../ci/accepted.json", cwd=cwd)
     assert out.returncode == 0, out.stdout + out.stderr
