@@ -255,3 +255,42 @@ def test_a_related_span_in_a_data_file_is_located_by_its_uri(tmp_path, monkeypat
                      related=(Related(Span.at("gone.csv", 2, 1), "there"),))
     shown = to_lsp(odd, Lines(text), None, True)
     assert shown.related_information is None and shown.message == "m\nnote: there (gone.csv:2:1)"
+
+
+def test_a_related_span_in_the_stdlib_is_the_installed_files_uri_wherever_it_is(
+        tmp_path, monkeypatch):
+    """Outputs name a stdlib file `stdlib/hardware.astral` wherever the package is installed
+    (tests/test_stdlib_names.py); the editor still gets the installed file's URI, for the
+    related information and for go to definition, with the stdlib elsewhere than the checkout
+    and the server run outside both; a stdlib file that is no module (a climate file) is
+    found by its name too."""
+    import shutil
+
+    from astral_dsl import resources
+    from astral_dsl.lsp import features
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.published import _uri, converted, placed
+
+    stdlib = tmp_path / "elsewhere" / "stdlib"
+    shutil.copytree(resources.stdlib_dir(), stdlib)
+    monkeypatch.setattr(resources, "stdlib_dir", lambda: stdlib)
+    monkeypatch.chdir(tmp_path)
+    text = "import stdlib.hardware { NVL72 }\nsite S {\n  racks = 2 x NVL72\n}\n"
+    main = tmp_path / "project" / "main.astral"
+    main.parent.mkdir()
+    main.write_text(text)
+    a = analyse(main.as_uri(), main, text, 1)
+    assert "stdlib/hardware.astral" in a.modules
+    (d,) = [d for d in converted(_Client(True), placed(a), text, main.as_uri()) if d.code == "W626"]
+    (info,) = d.related_information
+    hardware = stdlib / "hardware.astral"
+    assert info.location.uri == hardware.as_uri()
+    lines = hardware.read_text(encoding="utf-8").split("\n")
+    assert lines[info.location.range.start.line].startswith("rack NVL72(")
+    at = features.declaration(a, "utf-16", lsp.Position(line=2, character=text.split("\n")[2]
+                                                        .index("NVL72") + 1))
+    location = documents.AstralServer.location(_Client(True), a, at.span)
+    assert location.uri == hardware.as_uri()
+    assert lines[location.range.start.line].startswith("rack NVL72(")
+    climate = next((stdlib / "climate").glob("*.CSV"))
+    assert _uri(a, f"stdlib/climate/{climate.name}") == climate.as_uri()

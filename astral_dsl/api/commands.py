@@ -238,6 +238,10 @@ def diff(a: Target, b: Target, overrides: Optional[Mapping[str, ParamValue]] = N
 
 
 def _relative(file: str, root: Path) -> str:
+    from astral_dsl.resources import is_stdlib_name
+
+    if is_stdlib_name(file):            # the same everywhere already
+        return file
     try:
         return str(Path(file).resolve().relative_to(root))
     except ValueError:

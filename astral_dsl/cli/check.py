@@ -168,7 +168,7 @@ def read_baseline(path: str):
 
     import attrs
 
-    from astral_dsl.model.baseline import Baseline, absolute
+    from astral_dsl.model.baseline import Baseline, restored
     from astral_dsl.outputs.jsonout import baseline_entries_of
 
     try:
@@ -182,8 +182,8 @@ def read_baseline(path: str):
     except ValueError as exc:
         return f"--baseline: {exc}"
     folder = os.path.dirname(os.path.abspath(path))
-    return Baseline(path, tuple(attrs.evolve(e, file=absolute(os.path.join(folder, e.file)))
-                                if e.file else e for e in entries))
+    return Baseline(path, tuple(attrs.evolve(e, file=restored(e.file, folder)) if e.file else e
+                                for e in entries))
 
 
 def write_baseline(path: str, results):
@@ -194,14 +194,13 @@ def write_baseline(path: str, results):
     import attrs
 
     from astral_dsl.model.allows import accept
-    from astral_dsl.model.baseline import Baseline, absolute, baseline_entries
+    from astral_dsl.model.baseline import Baseline, absolute, baseline_entries, stored
     from astral_dsl.outputs.jsonout import baseline_json, dumps
 
     entries = tuple(attrs.evolve(e, file=absolute(e.file)) if e.file else e
                     for e in baseline_entries(d for r in results for d in r.diagnostics))
     folder = os.path.dirname(os.path.abspath(path))
-    written = [attrs.evolve(e, file=os.path.relpath(e.file, folder).replace(os.sep, "/"))
-               if e.file else e for e in entries]
+    written = [attrs.evolve(e, file=stored(e.file, folder)) if e.file else e for e in entries]
     try:
         with open(output(path), "w", encoding="utf-8") as fh:
             fh.write(dumps(baseline_json(written)) + "\n")

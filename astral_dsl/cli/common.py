@@ -259,13 +259,13 @@ def print_diagnostics(diagnostics, use_colour: bool, stream) -> None:
     def line_of(file: str, n: int):
         if file not in lines_cache:
             # read as the compiler reads a source (a FIFO or device refused without blocking,
-            # a file past the 8 MiB cap unread): a file may have changed since it was compiled
-            from pathlib import Path
-
+            # a file past the 8 MiB cap unread): a file may have changed since it was compiled;
+            # a stdlib file's name names the installed one
+            from astral_dsl.resources import source_file
             from astral_dsl.semantics.modules import read_file
 
             try:
-                text = read_file(Path(file)).decode("utf-8-sig", errors="replace")
+                text = read_file(source_file(file)).decode("utf-8-sig", errors="replace")
                 lines_cache[file] = [ln.rstrip("\r") for ln in text.split("\n")]
             except (OSError, ValueError):
                 lines_cache[file] = []

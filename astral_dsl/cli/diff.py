@@ -63,7 +63,12 @@ def _relative(file: str, root: Optional[Path], strip: str = "",
               folder: Optional[Path] = None) -> str:
     """`file` relative to the project's root; a revision's `REV:path` (from the repository's
     top, laid out in `folder`) too, so that a file of the project is named alike on both sides
-    (`lib/parts.astral`, not `designs/lib/parts.astral` on one of them)."""
+    (`lib/parts.astral`, not `designs/lib/parts.astral` on one of them). A stdlib file's name
+    is the same everywhere already."""
+    from astral_dsl.resources import is_stdlib_name
+
+    if is_stdlib_name(file):
+        return file
     if strip and file.startswith(strip) and folder is not None:
         file = str(folder / file[len(strip):])
     try:

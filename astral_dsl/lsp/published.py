@@ -54,9 +54,11 @@ def _uris(d: Diagnostic, a) -> Diagnostic:
 def _uri(a, file: str) -> str:
     """The URI of the file a span names: a module's, else a file of the design's that is no
     module (an inventory's CSV, W231 at its row: named relative to the working directory, as
-    display_name names it; its relative name was the location's `uri`), else `file` as it
-    is (to_lsp then says it in the message)."""
+    display_name names it; its relative name was the location's `uri`; a stdlib one by its
+    canonical name: resources.source_file), else `file` as it is (to_lsp then says it in the
+    message)."""
     from astral_dsl.lsp.project import path_uri
+    from astral_dsl.resources import source_file
 
     module = a.modules.get(file)
     if module is not None and module.is_entry:
@@ -64,8 +66,8 @@ def _uri(a, file: str) -> str:
     if module is not None and module.path is not None:
         return path_uri(module.path)
     try:
-        if module is None and Path(file).is_file():
-            return path_uri(Path(file))
+        if module is None and source_file(file).is_file():
+            return path_uri(source_file(file))
     except (OSError, ValueError):
         pass
     return file

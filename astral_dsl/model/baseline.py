@@ -11,6 +11,7 @@ from typing import Iterable, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.resources import is_stdlib_name
 
 
 @records.frozen
@@ -37,8 +38,25 @@ class Baseline:
 
 
 def absolute(file: Optional[str]) -> str:
-    """A file name as an absolute, normalised path ("" for none)."""
+    """A file name as an absolute, normalised path ("" for none); a stdlib file's name as it is
+    (the same wherever the package is installed: resources.stdlib_name)."""
+    if file and is_stdlib_name(file):
+        return file
     return os.path.normpath(os.path.abspath(file)) if file else ""
+
+
+def stored(file: str, folder: str) -> str:
+    """How a baseline file in `folder` names the file `file` (absolute): relative to the
+    folder, `./` before a name that would read as a stdlib file's; a stdlib file's as it is."""
+    if is_stdlib_name(file):
+        return file
+    rel = os.path.relpath(file, folder).replace(os.sep, "/")
+    return "./" + rel if is_stdlib_name(rel) else rel
+
+
+def restored(file: str, folder: str) -> str:
+    """The file a baseline file in `folder` names `file` (`stored`'s inverse), absolute."""
+    return absolute(file if is_stdlib_name(file) else os.path.join(folder, file))
 
 
 def baseline_entries(diagnostics: Iterable[Diagnostic]) -> Tuple[BaselineEntry, ...]:

@@ -139,11 +139,20 @@ def project_root(entry: Path) -> Path:
 
 
 def display_name(path: Path) -> str:
-    """Paths in diagnostics: relative to the working directory when below it."""
+    """Paths in diagnostics: a file of the shipped stdlib by its one name wherever the package
+    is installed (`stdlib/power.astral`: resources.stdlib_name; resources.source_file leads
+    back to the file); any other relative to the working directory when below it, else as
+    given, with `./` before one that would read as a stdlib file's name (in a folder `stdlib`
+    of the user's own: no name stands for two files)."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        resolved = path.resolve()
+        stdlib = resources.stdlib_name(resolved)
+        if stdlib is not None:
+            return stdlib
+        name = str(resolved.relative_to(Path.cwd().resolve()))
     except (ValueError, OSError, RuntimeError):    # outside it; a symbolic link in a loop
-        return str(path)
+        name = str(path)
+    return "./" + name if resources.is_stdlib_name(name) else name
 
 
 class ModuleLoader:
