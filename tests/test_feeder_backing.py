@@ -84,6 +84,36 @@ site S {{
 }}""")
 
 
+def test_a_count_left_to_sizing_without_a_capacity_is_told_to_declare_one():
+    """`count = ?` asks for feeders that back one another, but without a `capacity` sizing
+    takes one feeder to carry any load and sizes the count to 1: the hint said to declare
+    `count = 2` (which the user had left to sizing), now it says to declare the `capacity`
+    sizing needs; and a lone `count = ?` sized to 1 was not told at all (the sized design's
+    count reads 1, so the design lost its evidence of redundancy)."""
+    bare = "current = dc, voltage = 240 V"
+    (w,) = _w635(f"""
+site S {{
+  racks = 2 x R
+  store = 1 x R
+  feeder a {{ {FEED}, side = A, serves = racks }}
+  feeder b {{ {FEED}, side = B, serves = racks }}
+  feeder s {{ {bare}, count = ?, serves = store }}
+}}""")
+    assert w.message == ("feeder `S.s` is a single point of failure: no feeder of another side "
+                         "shares its load and its `count = ?` is sized to 1 (it declares no "
+                         "`capacity`), so the 40 kW it carries is lost when it fails (its "
+                         "`count = ?` asks for feeders that back one another)")
+    assert w.hint == ("declare its `capacity`, so that sizing can count the feeders that carry "
+                      "the load with one of them failed (N-1; without a rating one feeder is "
+                      "taken to carry any load), or `side = A` on it and a partner feeder with "
+                      "`side = B` serving the same parts (2N); a single feed on purpose: "
+                      "`allow W635 \"reason\"`")
+    (alone,) = _w635(f"site S {{ racks = 2 x R\n"
+                     f" feeder a {{ {bare}, count = ?, serves = racks }} }}")
+    assert alone.message.startswith("feeder `S.a` is a single point of failure")
+    assert alone.hint.startswith("declare its `capacity`, so that sizing can count")
+
+
 # ---- W624: a rectifier without an efficiency behind a feeder that declares its own -------------
 def test_a_rectifier_without_an_efficiency_is_w624_not_a_silent_zero():
     """The feeder's own 98 % (its power shelves, say) counted; the rectifier's AC-DC conversion

@@ -58,6 +58,11 @@ class Resolver:
             return self.by_path.get(ref.path)
         return ref if isinstance(ref, Instance) else None
 
+    def chosen(self, inst: Instance) -> Tuple[str, ...]:
+        """The fields of `inst` whose values sizing chose: the design's instances are marked
+        (analyses/sizing.py sized), the members the walk reaches are not."""
+        return getattr(self.by_path.get(inst.path), "chosen", ())
+
     def group(self, value) -> List[Tuple[int, Instance]]:
         """(count, instance) for a Group/list of refs or a single ref."""
         if isinstance(value, Group):
