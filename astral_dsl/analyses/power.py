@@ -169,33 +169,44 @@ def _fabrics_named(counts) -> str:
     return named + (f" and {others} other fabric(s)" if others else "")
 
 
+def _covered(sides: Dict[Optional[str], float]) -> float:
+    """The racks one path's feeders feed: those of each side share them, and a feeder of no
+    side feeds its racks whatever the side (with the feeders of each side)."""
+    either = sides.get(None, 0.0)
+    return max([n + either for side, n in sides.items() if side is not None] or [either])
+
+
 def _order(kind: str) -> int:
     return {"site": 6, "hall": 5, "pod": 4, "row": 3, "block": 3, "rack": 2, "host": 1}.get(kind, 0)
 
 
 def _unfed(design: Design, mult, served: Served, feeders, cache) -> List[Diagnostic]:
     """IT load no feeder supplies: racks (or, in a design without racks, the sites) with fewer
-    feeder replicas on any side than replicas of their own."""
-    fed: Dict[int, Dict[Optional[str], float]] = {}
+    feeder replicas than replicas of their own, counted per path: the feeders of one owner
+    that serve the same parts feed the same racks (those of each side share them, one of no
+    side feeds them whatever the side), those of another owner or other parts other racks."""
+    # rack -> (the feeders' owner, the parts they serve) -> side -> racks fed
+    fed: Dict[int, Dict[Tuple, Dict[Optional[str], float]]] = {}
     by_path = {i.path: i for _, i in mult.values()}
     for f in feeders:
         inst = by_path.get(f.path)
         if inst is None:
             continue
-        for c, part in served.of(inst):
+        parts = served.of(inst)
+        owner = served.physical_owner(inst)
+        path = (owner.path if owner is not None else "",
+                tuple(sorted((c, part.path) for c, part in parts)))
+        for c, part in parts:
             for n, rack in group_of(part, ("rack",), cache).flat():
-                side = fed.setdefault(id(rack), {})
+                side = fed.setdefault(id(rack), {}).setdefault(path, {})
                 side[f.side] = side.get(f.side, 0.0) + f.replicas * c * n
     missing, watts, example = 0, 0.0, None
     for replicas, rack in mult.values():
         if rack.kind != "rack":
             continue
-        # a feeder of no side feeds its racks whatever the side: with the feeders of each side
-        # (a rack template fed by side A in one row and by a feeder of no side in another,
-        # one instance: the larger of the two alone left the other row's racks unfed, W626)
-        sides = fed.get(id(rack), {})
-        either = sides.get(None, 0.0)
-        covered = max([n + either for side, n in sides.items() if side is not None] or [either])
+        # one rack template fed by side A in one row and by side B in another is fed in both:
+        # the larger side alone left the other row's racks unfed (W626)
+        covered = sum(_covered(sides) for sides in fed.get(id(rack), {}).values())
         if covered < replicas - 1e-9:
             lost = replicas - covered
             missing += lost
