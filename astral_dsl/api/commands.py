@@ -5,6 +5,7 @@ runs`), each computing what its command prints from the same functions the comma
 of the same name would be replaced by the package as soon as it is imported.)"""
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import (TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union)
@@ -83,6 +84,8 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     (pools.MAX_LOCAL_WORKERS), or a file that cannot be read, parsed or imported (its errors in
     `diagnostics`: E100, E1xx, E207); TypeError for arguments of the wrong kind (a Workspace of source text: its points are compiled again from the file, in
     worker processes)."""
+    import attrs
+
     from astral_dsl.explore import sweep as _sweep
 
     sets: dict = {}
@@ -126,7 +129,28 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
         # return a result of no rows whose cause only `base.diagnostics` holds
         errors = [d for d in result.base.diagnostics if d.is_error]
         raise _sweep.SweepError(f"{errors[0].code}: {errors[0].message}", errors)
-    return result
+    current = dict(result.base.params)
+    return attrs.evolve(result, rows=tuple(
+        {**row, "params": {n: grid_value(v, current.get(n)) for n, v in row["params"].items()}}
+        for row in result.rows))
+
+
+def grid_value(text: str, current: object) -> ParamValue:
+    """A point's value of a parameter as the point takes it, typed as `with_params` takes it:
+    a number with a unit (or a bare number of a parameter whose value has one, as `--set`
+    reads it: in that unit) a Quantity, a plain number an int or a float, `true`/`false` a
+    bool, a string literal its text. (`astral sweep`'s JSON keeps a quantity as its text,
+    `45 kW`: JSON has no quantity.)"""
+    from astral_dsl.explore.grid import number_and_unit
+    from astral_dsl.outputs.sweep import literal_json
+    from astral_dsl.units import Quantity
+
+    value = literal_json(text)
+    read = number_and_unit(text) if not isinstance(value, bool) else None
+    if read is None or not math.isfinite(read[0]):       # JSON's text of an infinity too
+        return value
+    unit = read[1] or (current.unit if isinstance(current, Quantity) else "")
+    return Quantity.of(read[0], unit) if unit else value
 
 
 def _swept_once(grid: Mapping[str, object], workspace_sets: Mapping[str, object],
@@ -305,4 +329,5 @@ def score_runs(table: PathLike, calibration=None,
                       diags + tuple(read.warnings))
 
 
-__all__ = ["diagnosis", "diff", "report", "score_runs", "size", "sweep", "workspace_of"]
+__all__ = ["diagnosis", "diff", "grid_value", "report", "score_runs", "size", "sweep",
+           "workspace_of"]
