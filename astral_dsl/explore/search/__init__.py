@@ -35,6 +35,21 @@ from astral_dsl.explore.search.work import (Setup, SetupError, State, are_bounds
 
 OBJECTIVES = ("tokens_per_s", "iteration_time", "cost_per_token")
 LIFE_S = 4 * 365 * 86400          # [assumed] 4-year straight-line write-off; `life` to change
+# [assumed] plausibility bounds of `life`, as model/kinds.py bounds a design's values: hardware
+# written off in less than a day or over more than a century is a typo (1e-300 s priced a token
+# at 1.9e305 USD, 1e308 yr overflowed: E000)
+LIFE_LOW_S = 86400
+LIFE_HIGH_S = 100 * 365 * 86400
+
+
+def life_refused(seconds: float) -> Optional[str]:
+    """Why a write-off period of `seconds` cannot price a token (None: it can)."""
+    if seconds <= 0:
+        return "a write-off period is positive"
+    if not LIFE_LOW_S <= seconds <= LIFE_HIGH_S:
+        return ("a write-off period is from a day to a century (the default: 4 yr); beyond, "
+                "the cost per token is an artefact of the period, not of the configuration")
+    return None
 # the most configurations a search ranks (--top): each ranked row is a full forecast, and a
 # search forecasts at least as many configurations as it ranks and all that could beat them:
 # examples/explore.astral's llama70b (40,088 admitted) ranks 10 in 4.8 s of one core, 100 in
