@@ -18,16 +18,21 @@ def _w635(body: str):
     return [d for d in astral_dsl.check(design).diagnostics if d.code == "W635"]
 
 
-def test_a_side_a_feeder_without_a_partner_in_a_redundant_design_warns():
-    # the rows' racks on an A/B pair; the storage rack on side A alone: 4 x 10 kW = 40 kW
-    (w,) = _w635(f"""
+def _paired_and_store(store: str) -> str:
+    """The rows' racks on an A/B pair; the storage rack on feeder `s`, declared `store`."""
+    return f"""
 site S {{
   racks = 2 x R
   store = 1 x R
   feeder a {{ {FEED}, side = A, serves = racks }}
   feeder b {{ {FEED}, side = B, serves = racks }}
-  feeder s {{ {FEED}, side = A, serves = store }}
-}}""")
+  feeder s {{ {store}, serves = store }}
+}}"""
+
+
+def test_a_side_a_feeder_without_a_partner_in_a_redundant_design_warns():
+    # the rows' racks on an A/B pair; the storage rack on side A alone: 4 x 10 kW = 40 kW
+    (w,) = _w635(_paired_and_store(f"{FEED}, side = A"))
     assert w.message == ("feeder `S.s` is a single point of failure: no feeder of another side "
                          "shares its load and it is not one of a `count = N` group, so the "
                          "40 kW it carries is lost when it fails (its `side = A` names half "
@@ -91,14 +96,7 @@ def test_a_count_left_to_sizing_without_a_capacity_is_told_to_declare_one():
     sizing needs; and a lone `count = ?` sized to 1 was not told at all (the sized design's
     count reads 1, so the design lost its evidence of redundancy)."""
     bare = "current = dc, voltage = 240 V"
-    (w,) = _w635(f"""
-site S {{
-  racks = 2 x R
-  store = 1 x R
-  feeder a {{ {FEED}, side = A, serves = racks }}
-  feeder b {{ {FEED}, side = B, serves = racks }}
-  feeder s {{ {bare}, count = ?, serves = store }}
-}}""")
+    (w,) = _w635(_paired_and_store(f"{bare}, count = ?"))
     assert w.message == ("feeder `S.s` is a single point of failure: no feeder of another side "
                          "shares its load and its `count = ?` is sized to 1 (it declares no "
                          "`capacity`), so the 40 kW it carries is lost when it fails (its "
