@@ -231,6 +231,13 @@ def test_w626_counts_racks_per_path_not_the_larger_side():
     assert found(ROWS_ON_ONE_SIDE_EACH, "W626") == []
     d = only(ROWS_ON_ONE_SIDE_EACH.replace("two = OnB,", "two = OnB, three = Bare,"), "W626")
     assert d.message.startswith("3 rack(s) (120 kW) have no feeder")
+    # the site's feeder serving row one's racks and row one's own feed the same racks: the
+    # bare row's 3 are still unfed (counted apart, the two feeders would have covered them)
+    site_fed = ROWS_ON_ONE_SIDE_EACH.replace(
+        "two = OnB,", "two = Bare,\n  feeder s { current = dc, voltage = 240 V, capacity = "
+                      "400 kW, side = B, serves = one.racks }\n")
+    d = only(site_fed, "W626")
+    assert d.message.startswith("3 rack(s) (120 kW) have no feeder")
 
 
 def test_w627_no_utilization():
