@@ -63,7 +63,12 @@ def test_search_refuses_what_the_command_refuses_before_any_work():
         astral_dsl.search(POD, gpus="64")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="top is an int, not str"):
         astral_dsl.search(POD, top="3")  # type: ignore[arg-type]
-    with pytest.raises(astral_dsl.SearchError, match="--top must be at least 1"):
+    with pytest.raises(astral_dsl.SearchError, match="^top must be at least 1$"):
         astral_dsl.search(POD, top=0)
+    with pytest.raises(astral_dsl.SearchError, match="^top 1,001: a search ranks at most 1,000 "
+                                                     ".* or narrow the space with gpus$"):
+        astral_dsl.search(POD, top=1001)
+    with pytest.raises(astral_dsl.SearchError, match="^objective speed: one of tokens_per_s"):
+        astral_dsl.search(POD, objective="speed")
     with pytest.raises(astral_dsl.SearchError, match="more than 1,024 local worker processes"):
         astral_dsl.search(POD, workers=100_000)

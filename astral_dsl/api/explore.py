@@ -39,6 +39,9 @@ def search(target: Target, job: Optional[str] = None, objective: str = "tokens_p
     for value, what in ((top, "top"), (workers, "workers")):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"{what} is an int, not {type(value).__name__}")
+    why = _search.refused(objective, top, str)         # in the API's words: `top`, not `--top`
+    if why is not None:
+        raise _search.SearchError(why)
     counts = _counts(gpus)
     life_s = _search.LIFE_S if life is None else _life_s(life)
     try:                       # `workers` past its bounds: the message `--workers` gives

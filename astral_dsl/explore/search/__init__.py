@@ -98,6 +98,21 @@ class SearchResult:
     unsure: int = 0
 
 
+def refused(objective: str, top: int, option: Callable[[str], str] = "--{}".format
+            ) -> Optional[str]:
+    """Why `objective` or `top` cannot be searched (None: they can), naming the arguments by
+    `option` (the command's `--top`; the API's `top`)."""
+    if objective not in OBJECTIVES:
+        return f"{option('objective')} {objective}: one of {', '.join(OBJECTIVES)}"
+    if top < 1:
+        return f"{option('top')} must be at least 1"
+    if top > MAX_TOP:
+        return (f"{option('top')} {top:,}: a search ranks at most {MAX_TOP:,} configurations "
+                f"(each a full forecast, and all that could beat them forecast too): give at "
+                f"most {MAX_TOP:,}, or narrow the space with {option('gpus')}")
+    return None
+
+
 def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", top: int = 10,
         gpus: Sequence[int] = (), sets: Optional[Dict[str, str]] = None,
         cluster=None, workers: Optional[int] = None,
@@ -109,14 +124,9 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     before any work). `sure_fit`: rank only the configurations whose memory estimate plus its
     uncertainty fits in the GPU (none that `may_not_fit`): the top k of those."""
     local_workers("workers", workers)
-    if objective not in OBJECTIVES:
-        raise SearchError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
-    if top < 1:
-        raise SearchError("--top must be at least 1")
-    if top > MAX_TOP:
-        raise SearchError(f"--top {top:,}: a search ranks at most {MAX_TOP:,} configurations "
-                          f"(each a full forecast, and all that could beat them forecast too): "
-                          f"give at most {MAX_TOP:,}, or narrow the space with --gpus")
+    why = refused(objective, top)
+    if why is not None:
+        raise SearchError(why)
     sets = dict(sets or {})
     ws, bundle = load_with_bundle(path, sets)
     base = ws.sized
