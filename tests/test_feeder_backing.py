@@ -112,6 +112,19 @@ def test_a_count_left_to_sizing_without_a_capacity_is_told_to_declare_one():
     assert alone.hint.startswith("declare its `capacity`, so that sizing can count")
 
 
+def test_under_a_scenario_a_count_sizing_chose_is_still_told_to_declare_its_capacity():
+    """A scenario's twin is compiled with the values sizing chose, its instances unmarked:
+    `astral size --scenario` said the `count = ?` feeder was "not one of a `count = N` group"
+    and hinted `count = 2`, where the design without the scenario hinted the capacity."""
+    text = HEAD + _paired_and_store("current = dc, voltage = 240 V, count = ?") + \
+        "\nscenario hot { set S.racks.hosts.power = 11 kW }\n"
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="backing.astral"), ["hot"])
+    (outcome,) = checked.scenarios
+    (w,) = [d for d in outcome.result.diagnostics if d.code == "W635"]
+    assert "its `count = ?` is sized to 1 (it declares no `capacity`)" in w.message
+    assert w.hint.startswith("declare its `capacity`, so that sizing can count")
+
+
 # ---- W624: a rectifier without an efficiency behind a feeder that declares its own -------------
 def test_a_rectifier_without_an_efficiency_is_w624_not_a_silent_zero():
     """The feeder's own 98 % (its power shelves, say) counted; the rectifier's AC-DC conversion

@@ -24,7 +24,7 @@ from astral_dsl.units import readable
 def left_to_sizing(f: Instance, resolve) -> bool:
     """Its `count` is `?`: not chosen yet, or chosen by sizing (`resolve`: the design's
     Resolver, analyses/walk.py, which knows the fields sizing chose)."""
-    return isinstance(f.field("count"), UnknownValue) or "count" in resolve.chosen(f)
+    return isinstance(f.field("count"), UnknownValue) or resolve.sized(f, "count")
 
 
 def redundant(f: Instance, sized: bool = False) -> Optional[str]:
