@@ -23,7 +23,7 @@ from astral_dsl.units import readable
 
 def left_to_sizing(f: Instance, resolve) -> bool:
     """Its `count` is `?`: not chosen yet, or chosen by sizing (`resolve`: the design's
-    Resolver, analyses/walk.py, which knows the fields sizing chose)."""
+    Resolver, analyses/walk.py, which knows the values the design was compiled with)."""
     return isinstance(f.field("count"), UnknownValue) or resolve.sized(f, "count")
 
 
