@@ -5,9 +5,9 @@
     >>> result.valid, result.totals.it_power.to("MW")
 
 The functions and types are those of astral_dsl/api/ (docs/api.md): `load`, `loads`,
-`compile`, `compiles`, `check`, `size`, `forecast`, `diagnosis`, `sweep`, `report`, `diff`,
-`score_runs`, `summary`, and the results they return, imported on first use: `import astral_dsl`
-alone (as `astral --help` does) imports nothing else."""
+`compile`, `compiles`, `check`, `size`, `forecast`, `diagnosis`, `sweep`, `search`,
+`margins`, `report`, `diff`, `score_runs`, `summary`, and the results they return, imported
+on first use: `import astral_dsl` alone (as `astral --help` does) imports nothing else."""
 
 # not typing's: importing it (and re, enum) took ~10 ms before the program's Ctrl-C handling
 # (astral_dsl/launch.py) could start; type checkers read this name as typing's
@@ -18,22 +18,23 @@ __version__ = "0.1.0"
 # the API's names (a literal list, so that type checkers read what is exported)
 __all__ = ["__version__", "Checked", "Chosen", "Design", "DiagnoseError", "Diagnosis",
            "Diagnostic", "DiffResult", "ForecastError", "ForecastResult", "Instance",
-           "ParamValue", "Quantity", "ReviewError", "RunsResult", "Severity", "Sized", "Span",
-           "SweepError", "SweepResult", "Target", "Totals", "UnitError", "UnitSpecError",
-           "Workspace", "check", "check_file", "compile", "compiles", "diagnosis", "diff",
-           "forecast", "front_end_errors", "load", "loads", "report", "score_runs", "size",
-           "summary", "sweep"]
+           "MarginsReport", "ParamValue", "Quantity", "ReviewError", "RunsResult",
+           "SearchError", "SearchResult", "Severity", "Sized", "Span", "SweepError",
+           "SweepResult", "Target", "Totals", "UnitError", "UnitSpecError", "Workspace", "check",
+           "check_file", "compile", "compiles", "diagnosis", "diff", "forecast",
+           "front_end_errors", "load", "loads", "margins", "report", "score_runs", "search",
+           "size", "summary", "sweep"]
 _API = frozenset(__all__[1:])
 
 if TYPE_CHECKING:          # what a type checker sees: the API's own names and types
     from astral_dsl.api import (Checked, Chosen, Design, DiagnoseError, Diagnosis, Diagnostic,
                                 DiffResult, ForecastError, ForecastResult, Instance,
-                                ParamValue, Quantity, ReviewError, RunsResult, Severity, Sized,
-                                Span, SweepError, SweepResult, Target, Totals, UnitError,
-                                UnitSpecError, Workspace,
+                                MarginsReport, ParamValue, Quantity, ReviewError, RunsResult,
+                                SearchError, SearchResult, Severity, Sized, Span, SweepError,
+                                SweepResult, Target, Totals, UnitError, UnitSpecError, Workspace,
                                 check, check_file, compile, compiles, diagnosis, diff, forecast,
-                                front_end_errors, load, loads, report, score_runs, size, summary,
-                                sweep)
+                                front_end_errors, load, loads, margins, report, score_runs,
+                                search, size, summary, sweep)
 
 
 def __getattr__(name: str) -> object:

@@ -136,6 +136,30 @@ scenario derated {
     assert "W680" in [a.diagnostic.code for a in run_it.accepted]
 
 
+def test_a_file_s_allow_of_a_scenario_s_verdict_is_stale_only_when_every_scenario_ran(tmp_path):
+    """`allow W680` at the top of the file accepts the verdict of a what-if that breaks the
+    design; a check that runs the required scenarios alone called it stale (W220: "no W680 is
+    reported"), which `astral check --strict` failed on, while the report, which runs them all,
+    accepted the W680: the check cannot know, so it says nothing."""
+    path = tmp_path / "scen.astral"
+    path.write_text('allow W680 "a what-if we know the racks do not survive"\n'
+                    + FIXTURE.read_text(encoding="utf-8") + """
+scenario derated { set GpuRack.power_limit = 30 kW }
+""", encoding="utf-8")
+    ws = astral_dsl.compile(path)
+    plain = astral_dsl.check(ws)
+    assert "W220" not in [d.code for d in plain.diagnostics], plain.diagnostics
+    every = astral_dsl.check(ws, all_scenarios=True)
+    assert [d.code for d in every.diagnostics] == []
+    assert "W680" in [a.diagnostic.code for a in every.accepted]
+    # every scenario ran and none breaks the design: the allow is stale, as any other
+    fine = path.read_text(encoding="utf-8").replace("power_limit = 30 kW", "power_limit = 300 kW")
+    path.write_text(fine, encoding="utf-8")
+    (stale,) = [d for d in astral_dsl.check(astral_dsl.compile(path), all_scenarios=True)
+                .diagnostics if d.code == "W220"]
+    assert stale.message == "`allow W680` accepts nothing: no W680 is reported in this file"
+
+
 # ---- the baseline --------------------------------------------------------------------------------
 def test_write_baseline_then_check_strict_with_it(design):
     bare = _without_allows(design)

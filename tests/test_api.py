@@ -307,7 +307,8 @@ def test_sweep_takes_a_workspace_and_lists_of_single_values():
         astral_dsl.sweep(pod, {"switch_power": ["1,2"]}, workers=1)
     # the text of --grid is a range
     rows = astral_dsl.sweep(pod, {"switch_power": "1..3"}, workers=1).rows
-    assert [r["params"]["switch_power"] for r in rows] == ["1", "2", "3"]
+    assert [r["params"]["switch_power"] for r in rows] == [      # in the default's unit, W
+        astral_dsl.Quantity.of(v, "W") for v in (1, 2, 3)]
     with pytest.raises(TypeError, match="not one of source text"):
         astral_dsl.sweep(astral_dsl.compiles("site S { }"), {"n": [1]})
     with pytest.raises(TypeError, match="grid is a mapping"):

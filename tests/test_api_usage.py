@@ -3,6 +3,7 @@ arguments of the wrong kind are TypeErrors naming them; the errors' messages nam
 caller gave. Each test is a mistake a tool met through the API."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 import astral_dsl
 from astral_dsl.explore.sweep import SweepError
 from astral_dsl.seer.calibration import FIT_FILE, shipped
+from clirun import astral as _astral_cli
 
 REPO = Path(__file__).resolve().parents[1]
 POD = REPO / "examples" / "single_pod.astral"
@@ -165,7 +167,7 @@ def test_what_a_frozen_result_holds_cannot_be_changed(ws):
     assert fc.breakdown != dict(parts, compute=astral_dsl.Quantity.of(0, "s"))
     rows = astral_dsl.sweep(ws, {"hosts_per_rack": [2, 4]}, workers=1).rows
     assert isinstance(rows, tuple) and [r["params"] for r in rows] == [
-        {"hosts_per_rack": "2"}, {"hosts_per_rack": "4"}]
+        {"hosts_per_rack": 2}, {"hosts_per_rack": 4}]
 
 
 def test_a_grid_name_set_too_is_said_in_the_apis_words(ws):
@@ -216,3 +218,47 @@ def test_a_forecast_says_whether_it_may_not_fit_as_the_command_does(tmp_path, ca
         assert "W750" not in [d.code for d in fc.diagnostics]    # the estimate alone fits
         assert main(["forecast", str(design), "--set", f"seq={seq}", "--format", "json"]) == 0
         assert json.loads(capsys.readouterr().out)["may_not_fit"] is expected
+
+
+TYPED = """
+param on = true
+param label = "a"
+param n = 4
+param ratio = 0.5
+param limit = 45 kW
+param supply = 40 degC
+host H { power = 10 kW }
+rack R { hosts = n x H }
+site S { racks = 2 x R }
+"""
+
+
+def test_a_sweep_row_s_params_are_typed_as_with_params_takes_them(tmp_path):
+    """The rows' params were the grid's texts ("4", "45 kW", "true", '"b"'): the Python API
+    gives what `with_params` takes (ints and floats, Quantities, bools, strs), a bare number of
+    a parameter with a unit in that unit, as `--set` reads it; `astral sweep`'s JSON is
+    unchanged (a quantity stays its text there: JSON has none)."""
+    path = tmp_path / "typed.astral"
+    path.write_text(TYPED, encoding="utf-8")
+    grid = {"on": "true,false", "label": ['"b"'], "n": [2], "ratio": [0.25],
+            "limit": ["50kW", 60], "supply": "35degC..36degC:1K"}
+    rows = astral_dsl.sweep(path, grid, workers=1).rows
+    first = rows[0]["params"]
+    assert first == {"on": True, "label": "b", "n": 2, "ratio": 0.25,
+                     "limit": astral_dsl.Quantity.of(50, "kW"),
+                     "supply": astral_dsl.Quantity.of(35, "degC")}
+    assert [type(v) for v in first.values()] == [bool, str, int, float, astral_dsl.Quantity,
+                                                astral_dsl.Quantity]
+    assert str(first["limit"]) == "50 kW" and str(first["supply"]) == "35 degC"
+    assert [r["params"]["limit"] for r in rows[:4]] == [
+        astral_dsl.Quantity.of(v, "kW") for v in (50, 50, 60, 60)]
+    assert {r["params"]["on"] for r in rows} == {True, False} and all(r["valid"] for r in rows)
+    # a row's params are what the point compiled with: given back, the same design
+    again = astral_dsl.compile(path).with_params(**rows[-1]["params"])
+    assert dict(again.design.params)["limit"] == astral_dsl.Quantity.of(60, "kW")
+    # the command line's JSON is as it was: a quantity's text, a bare number a number
+    proc = _astral_cli("sweep", str(path), "--grid", "limit=50kW,60", "--grid", "n=2",
+                "--format", "jsonl", "--workers", "1")
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(d["limit"], d["n"]) for d in lines] == [("50 kW", 2), (60, 2)]

@@ -18,16 +18,21 @@ def _w635(body: str):
     return [d for d in astral_dsl.check(design).diagnostics if d.code == "W635"]
 
 
-def test_a_side_a_feeder_without_a_partner_in_a_redundant_design_warns():
-    # the rows' racks on an A/B pair; the storage rack on side A alone: 4 x 10 kW = 40 kW
-    (w,) = _w635(f"""
+def _paired_and_store(store: str) -> str:
+    """The rows' racks on an A/B pair; the storage rack on feeder `s`, declared `store`."""
+    return f"""
 site S {{
   racks = 2 x R
   store = 1 x R
   feeder a {{ {FEED}, side = A, serves = racks }}
   feeder b {{ {FEED}, side = B, serves = racks }}
-  feeder s {{ {FEED}, side = A, serves = store }}
-}}""")
+  feeder s {{ {store}, serves = store }}
+}}"""
+
+
+def test_a_side_a_feeder_without_a_partner_in_a_redundant_design_warns():
+    # the rows' racks on an A/B pair; the storage rack on side A alone: 4 x 10 kW = 40 kW
+    (w,) = _w635(_paired_and_store(f"{FEED}, side = A"))
     assert w.message == ("feeder `S.s` is a single point of failure: no feeder of another side "
                          "shares its load and it is not one of a `count = N` group, so the "
                          "40 kW it carries is lost when it fails (its `side = A` names half "
@@ -82,6 +87,42 @@ site S {{
   feeder a {{ {FEED}, serves = racks }}
   feeder s {{ {FEED}, serves = store }}
 }}""")
+
+
+def test_a_count_left_to_sizing_without_a_capacity_is_told_to_declare_one():
+    """`count = ?` asks for feeders that back one another, but without a `capacity` sizing
+    takes one feeder to carry any load and sizes the count to 1: the hint said to declare
+    `count = 2` (which the user had left to sizing), now it says to declare the `capacity`
+    sizing needs; and a lone `count = ?` sized to 1 was not told at all (the sized design's
+    count reads 1, so the design lost its evidence of redundancy)."""
+    bare = "current = dc, voltage = 240 V"
+    (w,) = _w635(_paired_and_store(f"{bare}, count = ?"))
+    assert w.message == ("feeder `S.s` is a single point of failure: no feeder of another side "
+                         "shares its load and its `count = ?` is sized to 1 (it declares no "
+                         "`capacity`), so the 40 kW it carries is lost when it fails (its "
+                         "`count = ?` asks for feeders that back one another)")
+    assert w.hint == ("declare its `capacity`, so that sizing can count the feeders that carry "
+                      "the load with one of them failed (N-1; without a rating one feeder is "
+                      "taken to carry any load), or `side = A` on it and a partner feeder with "
+                      "`side = B` serving the same parts (2N); a single feed on purpose: "
+                      "`allow W635 \"reason\"`")
+    (alone,) = _w635(f"site S {{ racks = 2 x R\n"
+                     f" feeder a {{ {bare}, count = ?, serves = racks }} }}")
+    assert alone.message.startswith("feeder `S.a` is a single point of failure")
+    assert alone.hint.startswith("declare its `capacity`, so that sizing can count")
+
+
+def test_under_a_scenario_a_count_sizing_chose_is_still_told_to_declare_its_capacity():
+    """A scenario's twin is compiled with the values sizing chose, its instances unmarked:
+    `astral size --scenario` said the `count = ?` feeder was "not one of a `count = N` group"
+    and hinted `count = 2`, where the design without the scenario hinted the capacity."""
+    text = HEAD + _paired_and_store("current = dc, voltage = 240 V, count = ?") + \
+        "\nscenario hot { set S.racks.hosts.power = 11 kW }\n"
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="backing.astral"), ["hot"])
+    (outcome,) = checked.scenarios
+    (w,) = [d for d in outcome.result.diagnostics if d.code == "W635"]
+    assert "its `count = ?` is sized to 1 (it declares no `capacity`)" in w.message
+    assert w.hint.startswith("declare its `capacity`, so that sizing can count")
 
 
 # ---- W624: a rectifier without an efficiency behind a feeder that declares its own -------------

@@ -441,8 +441,14 @@ def test_a_flat_sum_of_many_terms_says_each_operator_nests_and_how_to_write_it(t
      "brackets `( ... )` nest inside each other more than 200 deep here", "group nothing"),
     ("let x = " + "f(" * 150 + "1" + ")" * 150 + "\n",
      "calls nest inside each other's arguments more than 100 deep here", "with `let`"),
-    ("let x = " + "-" * 250 + "1\n", "expressions nest more than 200 levels deep here",
-     "split the expression"),
+    # a run of unary minus signs: was "expressions nest ... each operator of a chain such as
+    # `a + b + c`" with a hint to split it with `let` or write `sum([...])`, which fits no run
+    ("let x = " + "-" * 250 + "1\n",
+     "unary minus signs `-` nest one inside the next more than 200 deep here",
+     "a run of them is the value itself when the count is even and its negation when it is "
+     "odd: write `x` or `-x`"),
+    ("check " + "not " * 250 + "true\n", "`not`s nest one inside the next more than 200 deep",
+     "write `c` or `not c`"),
 ])
 def test_too_deep_a_nesting_says_what_nests(tmp_path, text, says, hint):
     d = only(build(text, tmp_path), "E402")

@@ -208,6 +208,38 @@ def test_w626_counts_racks_fed_by_no_side_beside_racks_fed_by_a_and_b():
     assert d.message.startswith("3 rack(s) (120 kW) have no feeder")
 
 
+ROWS_ON_ONE_SIDE_EACH = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+row OnA {
+  racks = 4 x R
+  feeder a { current = dc, voltage = 240 V, capacity = 400 kW, side = A, serves = racks }
+}
+row OnB {
+  racks = 2 x R
+  feeder b { current = dc, voltage = 240 V, capacity = 400 kW, side = B, serves = racks }
+}
+row Bare { racks = 3 x R }
+site S { one = OnA, two = OnB, utilization = 70 % }
+"""
+
+
+def test_w626_counts_racks_per_path_not_the_larger_side():
+    """One rack template fed only by side A in one row (4 racks) and only by side B in another
+    (2 racks): all 6 are fed (each by one feeder, which W635 tells), but the larger side alone
+    was counted and W626 said 2 racks (80 kW) had no feeder."""
+    assert found(ROWS_ON_ONE_SIDE_EACH, "W626") == []
+    d = only(ROWS_ON_ONE_SIDE_EACH.replace("two = OnB,", "two = OnB, three = Bare,"), "W626")
+    assert d.message.startswith("3 rack(s) (120 kW) have no feeder")
+    # the site's feeder serving row one's racks and row one's own feed the same racks: the
+    # bare row's 3 are still unfed (counted apart, the two feeders would have covered them)
+    site_fed = ROWS_ON_ONE_SIDE_EACH.replace(
+        "two = OnB,", "two = Bare,\n  feeder s { current = dc, voltage = 240 V, capacity = "
+                      "400 kW, side = B, serves = one.racks }\n")
+    d = only(site_fed, "W626")
+    assert d.message.startswith("3 rack(s) (120 kW) have no feeder")
+
+
 def test_w627_no_utilization():
     d = only(COMPLETE.replace("  utilization = 75 %\n", ""), "W627")
     assert "site `S` declares no `utilization`" in d.message

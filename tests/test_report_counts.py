@@ -70,3 +70,43 @@ def test_notes_are_counted_apart_from_warnings():
              Diagnostic("E500", Severity.ERROR, "e")]
     assert sections._tally(diags) == "1 error(s), 1 warning(s), 1 note(s)"
     assert sections._tally(diags[:1]) == "0 error(s), 1 warning(s)"
+
+
+WHAT_IF = "".join(f'allow {code} "the what-if alone is under test"\n' for code in
+                  ("W626", "W627", "W644", "W648", "W649", "W652", "W656")) + """
+gpu G { power = 700 W }
+host H { gpus = 8 x G, power = 10 kW, liquid_share = 80 % }
+rack R { hosts = 4 x H }
+fluid Water { coolprop = "Water" }
+cdu C { capacity = 1 MW }
+pod P {
+  racks = 32 x R
+  loop secondary { fluid = Water, supply = 35 degC, rise = 10 K
+                   cdu = C, cdus = 2, redundancy = n }
+}
+site S { pods = 2 x P }
+scenario cdu_down { fail S.pods[0].secondary }
+"""
+
+
+def test_a_what_if_that_breaks_the_design_is_counted_as_astral_check_counts_it(tmp_path):
+    """A scenario that is not required and breaks the design (one CDU of two left, E640): the
+    page counted its W680 among the design's warnings (`1 warning(s)`) where `astral check
+    --strict` says ok, for check runs required scenarios only. The page counts what check
+    gives with the same `--scenario`; the scenario matrix still shows what the what-if breaks."""
+    from astral_dsl.outputs.report.matrix import matrix
+
+    path = tmp_path / "what_if.astral"
+    path.write_text(WHAT_IF, encoding="utf-8")
+    ws = astral_dsl.compile(path)
+    assert astral_dsl.check(ws).valid_strict
+    review = collect(ws, views=())
+    assert review.counts() == (0, 0) and review.checked.diagnostics == ()
+    assert len(review.checked.accepted) == 7
+    (row,) = matrix(review)
+    assert [d.code for c in row.cells for d in c.broken] == ["E640"]
+    # asked for, as `astral check --scenario cdu_down` asks: its W680, as check gives it
+    asked = astral_dsl.check(ws, ["cdu_down"])
+    review = collect(ws, scenario="cdu_down", views=())
+    assert [d.code for d in asked.diagnostics] == ["W680"]
+    assert review.checked.diagnostics == asked.diagnostics and review.counts() == (0, 1)

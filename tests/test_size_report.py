@@ -668,3 +668,25 @@ def test_a_feeder_without_efficiency_is_named_beside_the_conversion_losses(tmp_p
            "counted" in out
     assert "(a lower bound: transformer losses, conversion losses, facility-water pumps, heat " \
            "rejection fans not all counted" in out
+
+
+def test_the_liquid_flow_table_is_titled_by_the_design_s_own_levels():
+    """A design of halls (no rows): its loops list racks alone, but the table said "per row
+    and rack"; it names the kinds of part it lists."""
+    def title(parts: str, site: str) -> str:
+        text = ("import stdlib.cooling { Water }\n"
+                "host H { power = 10 kW, liquid_share = 75 % }\n"
+                "rack R { hosts = 4 x H }\n"
+                f"{parts}\nsite S {{ {site}\n"
+                "  loop plates { fluid = Water, supply = 35 degC, rise = 10 K, serves = all } }\n")
+        checked = astral_dsl.check(astral_dsl.compiles(text, name="levels.astral"))
+        report = render_report(checked.design, checked.engineering, width=132)
+        return next(line for line in report.splitlines() if line.startswith("Liquid flow"))
+
+    assert title("hall Hall { racks = 4 x R }", "all = 2 x Hall") == \
+        "Liquid flow per rack (each, in each loop)"
+    assert title("row Row { racks = 4 x R }", "all = 2 x Row") == \
+        "Liquid flow per row and rack (each, in each loop)"
+    assert title("row Row { racks = 4 x R }\nblock B { racks = 2 x R }",
+                 "rows = 2 x Row\n  blocks = 1 x B\n  all = [rows, blocks]") == \
+        "Liquid flow per block, row and rack (each, in each loop)"

@@ -277,10 +277,11 @@ def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[fl
                       diags, reqs, None, carried)
            for (replicas, owner, f), carried in zip(decls, _site_loads(mult, cache, decls,
                                                                        by_site, diags))]
-    example = feeder_backing.evidence(i for _, i in mult.values() if i.kind == "feeder")
+    example = feeder_backing.evidence((i for _, i in mult.values() if i.kind == "feeder"),
+                                      resolve)
     for (replicas, owner, f), r in zip(decls, out):      # W635, as for the IT feeders
         diags.extend(feeder_backing.unbacked(f, _partners(decls, owner, f), r.count, r.load_w,
-                                             example, replicas,
+                                             example, replicas, resolve,
                                              "with `mechanical = true` beside it"))
     return out
 

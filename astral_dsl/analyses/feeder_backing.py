@@ -21,10 +21,17 @@ from astral_dsl.model.values import UnknownValue
 from astral_dsl.units import readable
 
 
-def redundant(f: Instance) -> Optional[str]:
-    """How a feeder declaration says it is one of redundant feeders (None: it does not)."""
+def left_to_sizing(f: Instance, resolve) -> bool:
+    """Its `count` is `?`: not chosen yet, or chosen by sizing (`resolve`: the design's
+    Resolver, analyses/walk.py, which knows the values the design was compiled with)."""
+    return isinstance(f.field("count"), UnknownValue) or resolve.sized(f, "count")
+
+
+def redundant(f: Instance, sized: bool = False) -> Optional[str]:
+    """How a feeder declaration says it is one of redundant feeders (None: it does not);
+    `sized`: its `count` is `?` (left_to_sizing), whatever sizing chose."""
     count = f.field("count")
-    if isinstance(count, UnknownValue):
+    if isinstance(count, UnknownValue) or sized and (_si(count) or 1) <= 1:
         return "one of a `count = ?` group"
     if (_si(count) or 1) > 1:
         return f"one of a `count = {int(_si(count))}` group"
@@ -33,30 +40,42 @@ def redundant(f: Instance) -> Optional[str]:
     return None
 
 
-def evidence(feeders: Iterable[Instance]) -> Optional[Instance]:
+def evidence(feeders: Iterable[Instance], resolve) -> Optional[Instance]:
     """The first feeder declaration (of any kind: IT, network, mechanical) that says the
-    design's power is redundant."""
-    return next((f for f in feeders if redundant(f) is not None), None)
+    design's power is redundant (a `count = ?` does, whatever sizing chose)."""
+    return next((f for f in feeders if redundant(f, left_to_sizing(f, resolve)) is not None),
+                None)
 
 
 def unbacked(f: Instance, partners: List[Instance], count: int, load_w: float,
-             example: Optional[Instance], replicas: int,
+             example: Optional[Instance], replicas: int, resolve,
              partner: str = "serving the same parts") -> List[Diagnostic]:
     """W635 for feeder `f` (its `partners` of other sides, its `count`, its load per replica)
     when nothing backs it and `example` (the design's evidence of redundancy) exists;
-    `partner`: what a partner must be besides on another side (an IT feeder's serves the same
-    parts, a mechanical one is declared beside it with `mechanical = true`)."""
+    `resolve`: the design's Resolver (whether sizing chose the count); `partner`: what a
+    partner must be besides on another side (an IT feeder's serves the same parts, a
+    mechanical one is declared beside it with `mechanical = true`). A `count = ?` sized to 1
+    is one without a `capacity` (with one, sizing counts a feeder more than the load needs):
+    the hint is to declare it."""
     if example is None or partners or count > 1 or load_w <= 0:
         return []
     side = _sym(f.field("side"))
+    sized = left_to_sizing(f, resolve)
+    unrated = sized and f.field("capacity") is None
     why = f"its `side = {side}` names half of an A/B pair" if side else \
-        f"the design's `{example.path}` is {redundant(example)}"
+        "its `count = ?` asks for feeders that back one another" if sized else \
+        f"the design's `{example.path}` is " \
+        f"{redundant(example, left_to_sizing(example, resolve))}"
     every = f" (so are all {replicas:,} such feeders)" if replicas > 1 else ""
     pair = f"a partner feeder with `side = {'B' if side == 'A' else 'A'}` {partner}" if side \
         else f"`side = A` on it and a partner feeder with `side = B` {partner}"
+    group = "its `count = ?` is sized to 1 (it declares no `capacity`)" if unrated else \
+        "it is not one of a `count = N` group"
+    fix = (f"declare its `capacity`, so that sizing can count the feeders that carry the load "
+           f"with one of them failed (N-1; without a rating one feeder is taken to carry any "
+           f"load), or {pair} (2N)") if unrated else \
+        f"declare {pair} (2N), or `count = 2` or more feeders sharing the load (N-1)"
     return [_warn("W635", f"feeder `{f.path}` is a single point of failure{every}: no feeder of "
-                          f"another side shares its load and it is not one of a `count = N` "
-                          f"group, so the {readable.power(load_w)} it carries is lost when "
-                          f"it fails ({why})", f.span,
-                  f"declare {pair} (2N), or `count = 2` or more feeders sharing the load "
-                  f"(N-1); a single feed on purpose: `allow W635 \"reason\"`")]
+                          f"another side shares its load and {group}, so the "
+                          f"{readable.power(load_w)} it carries is lost when it fails ({why})",
+                  f.span, f"{fix}; a single feed on purpose: `allow W635 \"reason\"`")]

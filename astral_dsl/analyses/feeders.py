@@ -96,7 +96,8 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
     """Every feeder the sites hold. `failed`: paths of feeders a scenario has failed;
     `averages` (analyses/utilization.py): the average draw of what they serve, for losses."""
     out: List[FeederResult] = []
-    example = feeder_backing.evidence(i for _, i in mult.values() if i.kind == "feeder")
+    example = feeder_backing.evidence((i for _, i in mult.values() if i.kind == "feeder"),
+                                      resolve)
     for replicas, owner in mult.values():
         feeders = [m.value for m in owner.members
                    if isinstance(m.value, Instance) and m.value.kind == "feeder"
@@ -112,7 +113,7 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
             out.append(one_feeder(f, replicas, parts[id(f)], served.network(f)[0], partners,
                                    resolve, cache, failed, diags, reqs, averages, owner=owner))
             diags.extend(feeder_backing.unbacked(f, partners, out[-1].count, out[-1].load_w,
-                                                 example, replicas))
+                                                 example, replicas, resolve))
     return out
 
 

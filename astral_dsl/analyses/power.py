@@ -19,7 +19,7 @@ from astral_dsl.analyses.served import Served
 from astral_dsl.analyses.utilization import Averages
 from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity
-from astral_dsl.model.design import Design
+from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.rollup import group_of, power_of
 from astral_dsl.units import Quantity, readable
 
@@ -169,33 +169,64 @@ def _fabrics_named(counts) -> str:
     return named + (f" and {others} other fabric(s)" if others else "")
 
 
+def _fed_racks(by_owner: Dict[int, Dict[Tuple, Dict[Optional[str], float]]],
+               owners: Dict[int, Optional[Instance]], served: Served) -> float:
+    """How many replicas of one rack template the feeders feed, per path: those of one owner
+    serving the same parts feed the same racks (_covered), other parts of that owner other
+    racks; owners apart (two rows) feed other racks, so a template fed by side A in one row
+    and by side B in another is fed in both (the larger side alone had been counted, W626);
+    an owner's feeders and those of the parts inside it may feed the same racks, so the larger
+    of the two counts (a site's feeder serving one row's racks does not feed another row's)."""
+    own = {o: sum(_covered(sides) for sides in keys.values()) for o, keys in by_owner.items()}
+    inner: Dict[Optional[int], List[int]] = {}
+    for o in own:                          # each owner under the nearest one of them above it
+        up = served.owner_of(owners[o]) if owners[o] is not None else None
+        while up is not None and id(up) not in own:
+            up = served.owner_of(up)
+        inner.setdefault(id(up) if up is not None else None, []).append(o)
+
+    def total(o: int) -> float:
+        return max(own[o], sum(total(i) for i in inner.get(o, ())))
+
+    return sum(total(o) for o in inner.get(None, ()))
+
+
+def _covered(sides: Dict[Optional[str], float]) -> float:
+    """The racks one path's feeders feed: those of each side share them, and a feeder of no
+    side feeds its racks whatever the side (with the feeders of each side)."""
+    either = sides.get(None, 0.0)
+    return max([n + either for side, n in sides.items() if side is not None] or [either])
+
+
 def _order(kind: str) -> int:
     return {"site": 6, "hall": 5, "pod": 4, "row": 3, "block": 3, "rack": 2, "host": 1}.get(kind, 0)
 
 
 def _unfed(design: Design, mult, served: Served, feeders, cache) -> List[Diagnostic]:
     """IT load no feeder supplies: racks (or, in a design without racks, the sites) with fewer
-    feeder replicas on any side than replicas of their own."""
-    fed: Dict[int, Dict[Optional[str], float]] = {}
+    feeder replicas than replicas of their own, counted per path (_fed_racks)."""
+    # rack -> the feeders' owner -> the parts they serve -> side -> racks fed
+    fed: Dict[int, Dict[int, Dict[Tuple, Dict[Optional[str], float]]]] = {}
+    owners: Dict[int, Optional[Instance]] = {}
     by_path = {i.path: i for _, i in mult.values()}
     for f in feeders:
         inst = by_path.get(f.path)
         if inst is None:
             continue
-        for c, part in served.of(inst):
+        parts = served.of(inst)
+        owner = served.physical_owner(inst)
+        owners[id(owner)] = owner
+        key = tuple(sorted((c, part.path) for c, part in parts))
+        for c, part in parts:
             for n, rack in group_of(part, ("rack",), cache).flat():
-                side = fed.setdefault(id(rack), {})
+                side = fed.setdefault(id(rack), {}).setdefault(id(owner), {}) \
+                    .setdefault(key, {})
                 side[f.side] = side.get(f.side, 0.0) + f.replicas * c * n
     missing, watts, example = 0, 0.0, None
     for replicas, rack in mult.values():
         if rack.kind != "rack":
             continue
-        # a feeder of no side feeds its racks whatever the side: with the feeders of each side
-        # (a rack template fed by side A in one row and by a feeder of no side in another,
-        # one instance: the larger of the two alone left the other row's racks unfed, W626)
-        sides = fed.get(id(rack), {})
-        either = sides.get(None, 0.0)
-        covered = max([n + either for side, n in sides.items() if side is not None] or [either])
+        covered = _fed_racks(fed.get(id(rack), {}), owners, served)
         if covered < replicas - 1e-9:
             lost = replicas - covered
             missing += lost

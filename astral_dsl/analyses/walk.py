@@ -7,6 +7,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.values import Group
+from astral_dsl.semantics.errors import unknown_key
 
 
 def owned(inst: Instance) -> Iterator[Tuple[int, Instance]]:
@@ -52,11 +53,19 @@ def multiplicities(design: Design) -> Dict[int, Tuple[int, Instance]]:
 class Resolver:
     def __init__(self, design: Design):
         self.by_path = {i.path: i for i in design.instances}
+        self.assigned = frozenset(k for k, _ in design.assignments)
 
     def __call__(self, ref):
         if isinstance(ref, Ref):
             return self.by_path.get(ref.path)
         return ref if isinstance(ref, Instance) else None
+
+    def sized(self, inst: Instance, name: str) -> bool:
+        """Whether field `name` of `inst` was left to sizing (`?`) and the design compiled with
+        a value for it: the sized design and its scenarios' twins alike (the `chosen` marks
+        are on the sized design's instances alone, not on the members a walk reaches)."""
+        span = dict(inst.field_spans).get(name)
+        return span is not None and unknown_key(span) in self.assigned
 
     def group(self, value) -> List[Tuple[int, Instance]]:
         """(count, instance) for a Group/list of refs or a single ref."""

@@ -19,6 +19,7 @@ from astral_dsl.analyses.summary import Totals
 from astral_dsl.api import arguments as _a
 from astral_dsl.api.commands import Target, diagnosis, diff, report, score_runs, size, sweep, \
     workspace_of
+from astral_dsl.api.explore import margins, search
 from astral_dsl.api.results import Chosen, DiffResult, ForecastResult, RunsResult, Sized
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.baseline import Baseline
@@ -34,6 +35,8 @@ from astral_dsl.workspace import ParamValue, Workspace
 if TYPE_CHECKING:
     from astral_dsl.diagnose import DiagnoseError
     from astral_dsl.diagnose.model import Diagnosis
+    from astral_dsl.explore.margins import Report as MarginsReport
+    from astral_dsl.explore.search import SearchError, SearchResult
     from astral_dsl.explore.sweep import SweepError, SweepResult
     from astral_dsl.outputs.report import ReviewError
     from astral_dsl.seer import ForecastError
@@ -43,14 +46,21 @@ if TYPE_CHECKING:
 # needed `from astral_dsl.explore.sweep import SweepError`, a path only docs/api.md gave
 _LAZY = {"ForecastError": "astral_dsl.seer", "DiagnoseError": "astral_dsl.diagnose",
          "Diagnosis": "astral_dsl.diagnose.model", "SweepError": "astral_dsl.explore.sweep",
-         "SweepResult": "astral_dsl.explore.sweep", "ReviewError": "astral_dsl.outputs.report"}
+         "SweepResult": "astral_dsl.explore.sweep", "ReviewError": "astral_dsl.outputs.report",
+         "SearchError": "astral_dsl.explore.search", "SearchResult": "astral_dsl.explore.search",
+         "MarginsReport": "astral_dsl.explore.margins"}
+
+
+# a name the API gives another module's class under (margins' Report is its own word there)
+_RENAMED = {"MarginsReport": "Report"}
 
 
 def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        module = importlib.import_module(_LAZY[name])
+        return getattr(module, _RENAMED.get(name, name))
     raise AttributeError(f"module 'astral_dsl.api' has no attribute {name!r}")
 
 
@@ -161,9 +171,9 @@ def summary(design: Design) -> dict:
 
 
 __all__ = ["Checked", "Chosen", "Design", "DiagnoseError", "Diagnosis", "Diagnostic",
-           "DiffResult", "ForecastError", "ForecastResult", "Instance", "ParamValue", "Quantity",
-           "ReviewError", "RunsResult", "Severity", "Sized", "Span", "SweepError", "SweepResult",
-           "Target", "Totals", "UnitError", "UnitSpecError", "Workspace", "check",
-           "check_file", "compile", "compiles", "diagnosis", "diff", "forecast",
-           "front_end_errors", "load", "loads", "report", "score_runs", "size", "summary",
-           "sweep"]
+           "DiffResult", "ForecastError", "ForecastResult", "Instance", "MarginsReport",
+           "ParamValue", "Quantity", "ReviewError", "RunsResult", "SearchError", "SearchResult",
+           "Severity", "Sized", "Span", "SweepError", "SweepResult", "Target", "Totals",
+           "UnitError", "UnitSpecError", "Workspace", "check", "check_file", "compile",
+           "compiles", "diagnosis", "diff", "forecast", "front_end_errors", "load", "loads",
+           "margins", "report", "score_runs", "search", "size", "summary", "sweep"]

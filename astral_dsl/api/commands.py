@@ -5,9 +5,10 @@ runs`), each computing what its command prints from the same functions the comma
 of the same name would be replaced by the package as soon as it is imported.)"""
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
-from typing import (TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple, Union)
 
 from astral_dsl.api import arguments as _a
 from astral_dsl.api.results import Chosen, DiffResult, RunsResult, Sized
@@ -53,6 +54,26 @@ def size(target: Target, scenario: Optional[str] = None,
     return Sized(checked, chosen, objective_json(checked.sizing), summary)
 
 
+def file_and_sets(target: Target, why: str) -> Tuple[PathLike, Dict[str, str]]:
+    """The file of `target` (a path, or a Workspace of a file) and the parameters a Workspace
+    sets, as `--set` texts: what the commands that compile the file again take (sweep,
+    search, margins); `why` they do, for the TypeError of a Workspace of source text."""
+    if isinstance(target, Workspace):
+        if target.entry.path is None:
+            raise TypeError(f"{why}: give a path, or a Workspace of a file "
+                            f"(astral_dsl.compile), not one of source text")
+        return target.entry.path, {k: _literal(v) for k, v in target.overrides.items()}
+    if not isinstance(target, (str, os.PathLike)):
+        raise TypeError(f"a design is a path or a Workspace (astral_dsl.compile), not "
+                        f"{type(target).__name__}")
+    return target, {}
+
+
+def literal_sets(overrides: Optional[Mapping[str, ParamValue]]) -> Dict[str, str]:
+    """`overrides` as `--set` texts."""
+    return {k: _literal(v, f"overrides[{k!r}]") for k, v in (overrides or {}).items()}
+
+
 def _literal(value: ParamValue, what: str = "a grid value") -> str:
     """A value as `--grid` and `--set` read it."""
     from astral_dsl.units import Quantity
@@ -83,19 +104,12 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     (pools.MAX_LOCAL_WORKERS), or a file that cannot be read, parsed or imported (its errors in
     `diagnostics`: E100, E1xx, E207); TypeError for arguments of the wrong kind (a Workspace of source text: its points are compiled again from the file, in
     worker processes)."""
+    import attrs
+
     from astral_dsl.explore import sweep as _sweep
 
-    sets: dict = {}
-    if isinstance(path, Workspace):
-        if path.entry.path is None:
-            raise TypeError("sweep compiles the design again from its file at every point: "
-                            "give a path, or a Workspace of a file (astral_dsl.compile), not "
-                            "one of source text")
-        sets = {k: _literal(v) for k, v in path.overrides.items()}
-        path = path.entry.path
-    elif not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"a design is a path or a Workspace (astral_dsl.compile), not "
-                        f"{type(path).__name__}")
+    path, sets = file_and_sets(path, "sweep compiles the design again from its file at every "
+                                     "point")
     if not isinstance(grid, Mapping):
         raise TypeError(f"grid is a mapping of parameter names to values, e.g. "
                         f"{{\"hosts_per_rack\": [2, 4]}}, not {type(grid).__name__}")
@@ -114,19 +128,40 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
         raise _sweep.refused("E307", "calibration prices the forecasts of `job`: give the job "
                              "too", path, "name the job to forecast: `job=\"...\"`")
     _swept_once(grid, sets, overrides or {}, path)
-    sets.update({k: _literal(v, f"overrides[{k!r}]") for k, v in (overrides or {}).items()})
+    sets.update(literal_sets(overrides))
     specs = [f"{name}={values}" if isinstance(values, str) else
              f"{name}=" + ",".join(_one(name, v, path) for v in _listed(name, values))
              for name, values in grid.items()]
     result = _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
-                        workers=workers, calibration=_fit(calibration))
+                        workers=workers, calibration=calibration_of(calibration))
     if _sweep.front_end_fatal(result.base):
         # the file cannot be read, parsed or imported (E1xx, E207): no point can be swept; the
         # command line prints the design's errors and exits 1, the API says so rather than
         # return a result of no rows whose cause only `base.diagnostics` holds
         errors = [d for d in result.base.diagnostics if d.is_error]
         raise _sweep.SweepError(f"{errors[0].code}: {errors[0].message}", errors)
-    return result
+    current = dict(result.base.params)
+    return attrs.evolve(result, rows=tuple(
+        {**row, "params": {n: grid_value(v, current.get(n)) for n, v in row["params"].items()}}
+        for row in result.rows))
+
+
+def grid_value(text: str, current: object) -> ParamValue:
+    """A point's value of a parameter as the point takes it, typed as `with_params` takes it:
+    a number with a unit (or a bare number of a parameter whose value has one, as `--set`
+    reads it: in that unit) a Quantity, a plain number an int or a float, `true`/`false` a
+    bool, a string literal its text. (`astral sweep`'s JSON keeps a quantity as its text,
+    `45 kW`: JSON has no quantity.)"""
+    from astral_dsl.explore.grid import number_and_unit
+    from astral_dsl.outputs.sweep import literal_json
+    from astral_dsl.units import Quantity
+
+    value = literal_json(text)
+    read = number_and_unit(text) if not isinstance(value, bool) else None
+    if read is None or not math.isfinite(read[0]):       # JSON's text of an infinity too
+        return value
+    unit = read[1] or (current.unit if isinstance(current, Quantity) else "")
+    return Quantity.of(read[0], unit) if unit else value
 
 
 def _swept_once(grid: Mapping[str, object], workspace_sets: Mapping[str, object],
@@ -175,7 +210,7 @@ def _one(name: str, value: ParamValue, file) -> str:
     return text
 
 
-def _fit(calibration):
+def calibration_of(calibration):
     """A Calibration, or the one in the fit file at `calibration` (ValueError when it is not
     one), or None (the shipped fit): what `--calibration` gives the CLI's commands."""
     from astral_dsl.seer.calibration import Calibration, read_calibration
@@ -213,7 +248,7 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
     _a.name(scenario, "scenario")
     _a.instance_of(title, str, "title")
     review = attrs.evolve(collect(ws, jobs=jobs, scenario=scenario,
-                                  calibration=_fit(calibration)),
+                                  calibration=calibration_of(calibration)),
                           overrides=tuple(sorted((k, str(v)) for k, v in ws.overrides.items())))
     # whole or not at all, beside it in a file of its own: `out.tmp` overwrote a user's file of
     # that name, and was left behind when `out` was a folder
@@ -233,7 +268,7 @@ def diff(a: Target, b: Target, overrides: Optional[Mapping[str, ParamValue]] = N
         ws = workspace_of(target, overrides)
         label = str(target) if not isinstance(target, Workspace) else ws.entry.key
         sides.append(side(label, _check(ws), lambda f, root=ws.root: _relative(f, root),
-                          _fit(calibration)))
+                          calibration_of(calibration)))
     return DiffResult(sides[0], sides[1], tuple(compare(sides[0], sides[1])))
 
 
@@ -277,7 +312,8 @@ def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] =
             "E780", message, design.file, "give the job's profiler traces or rank logs: "
             "files, or folders that hold them")])
     return _diagnose.diagnose(design, observe.load(files), job=job,
-                              order=order, timers=timers, calibration=_fit(calibration))
+                              order=order, timers=timers,
+                              calibration=calibration_of(calibration))
 
 
 def score_runs(table: PathLike, calibration=None,
@@ -304,9 +340,10 @@ def score_runs(table: PathLike, calibration=None,
     read = read_table(_a.path(table, "table"))
     if not read.valid:
         return RunsResult(read.file, (), diags + tuple(read.diagnostics))
-    cal = _fit(calibration) if calibration is not None else shipped()
+    cal = calibration_of(calibration) if calibration is not None else shipped()
     return RunsResult(read.file, tuple(evaluate(prepare(read, systems), cal)),
                       diags + tuple(read.warnings))
 
 
-__all__ = ["diagnosis", "diff", "report", "score_runs", "size", "sweep", "workspace_of"]
+__all__ = ["calibration_of", "diagnosis", "diff", "file_and_sets", "grid_value", "literal_sets",
+           "report", "score_runs", "size", "sweep", "workspace_of"]

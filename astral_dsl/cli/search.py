@@ -82,20 +82,12 @@ def _life(text: str) -> float:
         seconds = quantity_si(text, "s", "--life")
     except GridError as exc:
         raise ValueError(str(exc)) from None
-    if seconds <= 0:
-        raise ValueError(f"--life {text}: a write-off period is positive")
-    if not LIFE_LOW_S <= seconds <= LIFE_HIGH_S:
-        raise ValueError(f"--life {text}: a write-off period is from a day to a century "
-                         f"(the default: 4 yr); beyond, the cost per token is an artefact of the "
-                         f"period, not of the configuration")
+    from astral_dsl.explore.search import life_refused
+
+    why = life_refused(seconds)
+    if why is not None:
+        raise ValueError(f"--life {text}: {why}")
     return seconds
-
-
-# [assumed] plausibility bounds of --life, as model/kinds.py bounds a design's values: hardware
-# written off in less than a day or over more than a century is a typo (1e-300 s priced a token
-# at 1.9e305 USD, 1e308 yr overflowed: E000)
-LIFE_LOW_S = 86400
-LIFE_HIGH_S = 100 * 365 * 86400
 
 
 def run(args, overrides) -> int:

@@ -68,6 +68,13 @@ def _fraction(text: str, what: str) -> Tuple[Fraction, str]:
     return value, unit
 
 
+def number_and_unit(text: str) -> Optional[Tuple[float, str]]:
+    """A grid value read as a number and its unit ("" for none), or None when it is no number
+    (a string, `true`)."""
+    m = _NUMBER.fullmatch(text)
+    return (float(m.group("num")), m.group("unit")) if m is not None else None
+
+
 def quantity_si(text: str, like: str, what: str) -> float:
     """A quantity written on the command line (`4 yr`), in SI, of the dimension of unit
     `like`."""

@@ -59,11 +59,13 @@ class Acceptance:
 
 def accept(diagnostics: Iterable[Diagnostic], allows: Sequence[Allow],
            baseline: Optional[Baseline] = None, scenarios_run: Iterable[str] = (),
-           complete: bool = True) -> Acceptance:
+           complete: bool = True, unsaid: Iterable[str] = ()) -> Acceptance:
     """Split `diagnostics` into those reported and those an `allow` or the baseline accepts; an
     allow (outside a scenario that did not run) or a baseline entry that accepts nothing is a
     W220 of its own, when the check was `complete` (an error that stops it before the
-    engineering checks leaves their warnings unsaid, not gone)."""
+    engineering checks leaves their warnings unsaid, not gone); `unsaid`: codes the check could
+    not give (W680, a scenario's verdict, when some scenario did not run), whose allows it
+    cannot call stale."""
     used: Dict[int, bool] = {}
     listed = {e: False for e in (baseline.entries if baseline is not None else ())}
     reported: List[Diagnostic] = []
@@ -83,9 +85,10 @@ def accept(diagnostics: Iterable[Diagnostic], allows: Sequence[Allow],
             accepted.append(Accepted(d, "listed in the baseline", None, baseline.path))
             continue
         reported.append(d)
-    ran = set(scenarios_run)
+    ran, unsaid = set(scenarios_run), set(unsaid)
     for a in allows:
-        if complete and not used.get(id(a)) and (a.scenario is None or a.scenario in ran):
+        if complete and not used.get(id(a)) and a.code not in unsaid and \
+                (a.scenario is None or a.scenario in ran):
             reported.append(stale_allow(a))
     stale = [entry for entry, hit in listed.items() if complete and not hit]
     if stale:

@@ -185,7 +185,7 @@ def _loops(eng: Engineering) -> List[Table]:
                   [Field("loop", True), Field("x"), Field("fluid", True), Field("heat"),
                    Field("supply"), Field("rise"), Field("flow"), Field("CDUs"),
                    Field("pumps")])
-    parts = Table("Liquid flow per row and rack (each, in each loop)",
+    parts = Table(f"Liquid flow per {_kinds(c.loops)} (each, in each loop)",
                   [Field("loop / part", True), Field("x per loop"), Field("heat"),
                    Field("flow")])
     heat = readable.powers([lp.heat_w for lp in c.loops])
@@ -209,6 +209,15 @@ def _loops(eng: Engineering) -> List[Table]:
                    + (f", of which {readable.power(lp.network_heat_w)} from the switches"
                       if lp.network_heat_w else "") for lp in c.loops])
     return [loops] + ([parts] if parts.rows else [])
+
+
+def _kinds(loops) -> str:
+    """The kinds of part the loops list, as the design has them: `row and rack`, or `rack`
+    alone in a design of halls (rows and blocks are listed, then racks: analyses/loops.py)."""
+    kinds = sorted({kind for lp in loops for kind, *_ in lp.parts},
+                   key=lambda k: (k == "rack", k))
+    return " and ".join([", ".join(kinds[:-1])] + kinds[-1:]) if len(kinds) > 1 else \
+        "".join(kinds)
 
 
 def _air(eng: Engineering) -> Table:

@@ -154,9 +154,17 @@ _NESTS = {
                  "`let` names"),
     "calls": ("calls nest inside each other's arguments", 2,
               "name the inner calls' results with `let` and pass the names"),
+    # `----1`: each unary minus negates all that follows it, one level each
+    "negations": ("unary minus signs `-` nest one inside the next", 1,
+                  "each `-` negates all that follows it, so a run of them is the value itself "
+                  "when the count is even and its negation when it is odd: write `x` or `-x`"),
+    "nots": ("`not`s nest one inside the next", 1,
+             "each `not` negates all that follows it, so a run of them is the condition itself "
+             "when the count is even and its negation when it is odd: write `c` or `not c`"),
 }
 _RULE_NESTS = {"body": "blocks", "record": "blocks", "decl": "blocks", "list": "lists",
-               "paren": "brackets", "call": "calls", "pos_arg": "calls", "kw_arg": "calls"}
+               "paren": "brackets", "call": "calls", "pos_arg": "calls", "kw_arg": "calls",
+               "neg": "negations", "not_op": "nots"}
 
 
 def _too_deep(rules, span: Span) -> Diagnostic:

@@ -35,6 +35,21 @@ from astral_dsl.explore.search.work import (Setup, SetupError, State, are_bounds
 
 OBJECTIVES = ("tokens_per_s", "iteration_time", "cost_per_token")
 LIFE_S = 4 * 365 * 86400          # [assumed] 4-year straight-line write-off; `life` to change
+# [assumed] plausibility bounds of `life`, as model/kinds.py bounds a design's values: hardware
+# written off in less than a day or over more than a century is a typo (1e-300 s priced a token
+# at 1.9e305 USD, 1e308 yr overflowed: E000)
+LIFE_LOW_S = 86400
+LIFE_HIGH_S = 100 * 365 * 86400
+
+
+def life_refused(seconds: float) -> Optional[str]:
+    """Why a write-off period of `seconds` cannot price a token (None: it can)."""
+    if seconds <= 0:
+        return "a write-off period is positive"
+    if not LIFE_LOW_S <= seconds <= LIFE_HIGH_S:
+        return ("a write-off period is from a day to a century (the default: 4 yr); beyond, "
+                "the cost per token is an artefact of the period, not of the configuration")
+    return None
 # the most configurations a search ranks (--top): each ranked row is a full forecast, and a
 # search forecasts at least as many configurations as it ranks and all that could beat them:
 # examples/explore.astral's llama70b (40,088 admitted) ranks 10 in 4.8 s of one core, 100 in
@@ -83,6 +98,21 @@ class SearchResult:
     unsure: int = 0
 
 
+def refused(objective: str, top: int, option: Callable[[str], str] = "--{}".format
+            ) -> Optional[str]:
+    """Why `objective` or `top` cannot be searched (None: they can), naming the arguments by
+    `option` (the command's `--top`; the API's `top`)."""
+    if objective not in OBJECTIVES:
+        return f"{option('objective')} {objective}: one of {', '.join(OBJECTIVES)}"
+    if top < 1:
+        return f"{option('top')} must be at least 1"
+    if top > MAX_TOP:
+        return (f"{option('top')} {top:,}: a search ranks at most {MAX_TOP:,} configurations "
+                f"(each a full forecast, and all that could beat them forecast too): give at "
+                f"most {MAX_TOP:,}, or narrow the space with {option('gpus')}")
+    return None
+
+
 def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", top: int = 10,
         gpus: Sequence[int] = (), sets: Optional[Dict[str, str]] = None,
         cluster=None, workers: Optional[int] = None,
@@ -94,14 +124,9 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     before any work). `sure_fit`: rank only the configurations whose memory estimate plus its
     uncertainty fits in the GPU (none that `may_not_fit`): the top k of those."""
     local_workers("workers", workers)
-    if objective not in OBJECTIVES:
-        raise SearchError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
-    if top < 1:
-        raise SearchError("--top must be at least 1")
-    if top > MAX_TOP:
-        raise SearchError(f"--top {top:,}: a search ranks at most {MAX_TOP:,} configurations "
-                          f"(each a full forecast, and all that could beat them forecast too): "
-                          f"give at most {MAX_TOP:,}, or narrow the space with --gpus")
+    why = refused(objective, top)
+    if why is not None:
+        raise SearchError(why)
     sets = dict(sets or {})
     ws, bundle = load_with_bundle(path, sets)
     base = ws.sized

@@ -1,0 +1,74 @@
+"""`astral_dsl.search` and `astral_dsl.margins`: `astral search` and `astral check --margins`
+as functions beside `forecast` and `sweep` (the API had neither: a caller imported
+astral_dsl.explore's modules by their paths), thin over the code the commands call, so they
+give what the commands give."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.explore import margins as _margins
+from astral_dsl.explore import search as _search
+
+REPO = Path(__file__).resolve().parents[1]
+RACK = REPO / "examples" / "tutorial_rack.astral"
+POD = REPO / "examples" / "single_pod.astral"
+BUSWAY = 'check "the rack\'s busway is rated 45 kW" in Tutorial.racks[0]'
+
+
+def _by_label(report):
+    return {m.limit.label: m for m in report.margins}
+
+
+def test_margins_are_those_of_check_margins():
+    report = astral_dsl.margins(RACK)
+    assert isinstance(report, astral_dsl.MarginsReport)
+    assert report == _margins.analyse(str(RACK))
+    busway = _by_label(report)[BUSWAY]
+    assert busway.condition == "10.2*servers <= 45 (in kW)" and busway.limit.holds
+    # a Workspace's parameters and `overrides` are the design's: 5 servers break the busway
+    broken = astral_dsl.margins(astral_dsl.compile(RACK).with_params(servers=5))
+    assert not _by_label(broken)[BUSWAY].limit.holds
+    assert broken == astral_dsl.margins(RACK, overrides={"servers": 5}) == \
+        _margins.analyse(str(RACK), {"servers": "5"})
+    only = astral_dsl.margins(RACK, params=["servers"])
+    assert set(only.params) == {"servers"}
+    with pytest.raises(TypeError, match="margins compile the design again from its file"):
+        astral_dsl.margins(astral_dsl.compiles(RACK.read_text(), name="rack.astral"))
+    with pytest.raises(TypeError, match="overrides is a mapping"):
+        astral_dsl.margins(RACK, overrides=[("servers", 5)])  # type: ignore[arg-type]
+
+
+def test_search_ranks_as_astral_search_does():
+    life = astral_dsl.Quantity.of(3, "yr")
+    result = astral_dsl.search(POD, top=2, gpus=[64], life=life, workers=1)
+    assert isinstance(result, astral_dsl.SearchResult)
+    direct = _search.run(str(POD), top=2, gpus=[64], life_s=life.si, workers=1)
+    assert [r["config"] for r in result.rows] == [r["config"] for r in direct.rows]
+    assert [r["rank"] for r in result.rows] == [1, 2] and result.job == "llama70b"
+    assert result.life_s == pytest.approx(3 * 365 * 86400) and not result.life_default
+
+
+def test_search_refuses_what_the_command_refuses_before_any_work():
+    with pytest.raises(astral_dsl.SearchError, match="a write-off period is from a day to a "
+                                                     "century"):
+        astral_dsl.search(POD, life=astral_dsl.Quantity.of(1, "s"))
+    with pytest.raises(TypeError, match="life is a Quantity of time, not power"):
+        astral_dsl.search(POD, life=astral_dsl.Quantity.of(4, "kW"))
+    with pytest.raises(astral_dsl.SearchError, match="gpus: 0 is not a count of GPUs"):
+        astral_dsl.search(POD, gpus=[0])
+    with pytest.raises(TypeError, match="gpus is a list of GPU counts"):
+        astral_dsl.search(POD, gpus="64")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="top is an int, not str"):
+        astral_dsl.search(POD, top="3")  # type: ignore[arg-type]
+    with pytest.raises(astral_dsl.SearchError, match="^top must be at least 1$"):
+        astral_dsl.search(POD, top=0)
+    with pytest.raises(astral_dsl.SearchError, match="^top 1,001: a search ranks at most 1,000 "
+                                                     ".* or narrow the space with gpus$"):
+        astral_dsl.search(POD, top=1001)
+    with pytest.raises(astral_dsl.SearchError, match="^objective speed: one of tokens_per_s"):
+        astral_dsl.search(POD, objective="speed")
+    with pytest.raises(astral_dsl.SearchError, match="more than 1,024 local worker processes"):
+        astral_dsl.search(POD, workers=100_000)
