@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional
 
-from astral_dsl.analyses.feeder_equipment import _si, _sym, _warn
+from astral_dsl.analyses.field_reading import si, symbol_name, warning
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import UnknownValue
@@ -26,10 +26,10 @@ def redundant(f: Instance) -> Optional[str]:
     count = f.field("count")
     if isinstance(count, UnknownValue):
         return "one of a `count = ?` group"
-    if (_si(count) or 1) > 1:
-        return f"one of a `count = {int(_si(count))}` group"
-    if _sym(f.field("side")):
-        return f"on side {_sym(f.field('side'))} of an A/B pair"
+    if (si(count) or 1) > 1:
+        return f"one of a `count = {int(si(count))}` group"
+    if symbol_name(f.field("side")):
+        return f"on side {symbol_name(f.field('side'))} of an A/B pair"
     return None
 
 
@@ -48,15 +48,15 @@ def unbacked(f: Instance, partners: List[Instance], count: int, load_w: float,
     parts, a mechanical one is declared beside it with `mechanical = true`)."""
     if example is None or partners or count > 1 or load_w <= 0:
         return []
-    side = _sym(f.field("side"))
+    side = symbol_name(f.field("side"))
     why = f"its `side = {side}` names half of an A/B pair" if side else \
         f"the design's `{example.path}` is {redundant(example)}"
     every = f" (so are all {replicas:,} such feeders)" if replicas > 1 else ""
     pair = f"a partner feeder with `side = {'B' if side == 'A' else 'A'}` {partner}" if side \
         else f"`side = A` on it and a partner feeder with `side = B` {partner}"
-    return [_warn("W635", f"feeder `{f.path}` is a single point of failure{every}: no feeder of "
-                          f"another side shares its load and it is not one of a `count = N` "
-                          f"group, so the {readable.power(load_w)} it carries is lost when "
-                          f"it fails ({why})", f.span,
-                  f"declare {pair} (2N), or `count = 2` or more feeders sharing the load "
-                  f"(N-1); a single feed on purpose: `allow W635 \"reason\"`")]
+    return [warning("W635", f"feeder `{f.path}` is a single point of failure{every}: no feeder of "
+                            f"another side shares its load and it is not one of a `count = N` "
+                            f"group, so the {readable.power(load_w)} it carries is lost when "
+                            f"it fails ({why})", f.span,
+                    f"declare {pair} (2N), or `count = 2` or more feeders sharing the load "
+                    f"(N-1); a single feed on purpose: `allow W635 \"reason\"`")]
