@@ -11,7 +11,8 @@ from typing import Any, Dict, List, Optional
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
-from astral_dsl.semantics.assumptions import asked, reading_defaults
+from astral_dsl.semantics.assumptions import reading_defaults
+from astral_dsl.semantics.brought_in import asked
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics import complete, fields, module_values
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
