@@ -14,7 +14,7 @@ from astral_dsl.model.values import POISON
 from astral_dsl.semantics.assumptions import reading_defaults
 from astral_dsl.semantics.brought_in import asked
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
-from astral_dsl.semantics import complete, fields, module_values
+from astral_dsl.semantics import complete, defaults, fields, module_values
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
 from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.arguments import Deferred, bind, memo_key, override
@@ -55,7 +55,8 @@ class Instantiator:
         self.assumptions_said: set = set()    # (assumption, place): W216 said (assumptions.py)
         self.defaulted: list = []    # assumed defaults bound, until their instance is made
         self.assumed_defaults: list = []    # ... and those their instances read
-        self.asked: Dict[int, dict] = {}    # id(frame) -> who asked for it (assumptions.py)
+        self.asked: Dict[int, dict] = {}    # id(frame) -> who asked for it (brought_in.py)
+        self.brought: list = []    # (frame, W212): said at each of its places (defaults.py)
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
@@ -93,6 +94,7 @@ class Instantiator:
 
     def complete_all(self) -> None:
         complete.complete_all(self)
+        defaults.report(self)
 
     def constructs(self, d: FieldDef) -> bool:
         return fields.constructs(self, d)
