@@ -4,10 +4,12 @@ edit there. The places of an instance are noted as the instantiator makes and fi
 (`asked`: a call in the user's files, or the instance whose stdlib body asks for it, NVL72's
 for its switch trays); a user's template based on the stdlib's is its own place (`host Node =
 HGX8(...)`). `places` reads them once the frames are complete: every place, in the order the
-user's files asked for the instance."""
+user's files asked for the instance. A template's instance's first place (`Frame.used_at`, where
+a diagnostic of a stdlib body stands: semantics/errors.py, checks.py, W215, and the analyses'
+through the frozen Instance) is read from its first ask, when it is made."""
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from astral_dsl.diagnostics import Span
 from astral_dsl.semantics.frames import Env, Frame, frame_of
@@ -15,17 +17,30 @@ from astral_dsl.semantics.frames import Env, Frame, frame_of
 
 def asked(it, frame: Frame, env: Env, span: Span) -> None:
     """Note that `env` asks for `frame` at `span`: a place in the user's files, or (a stdlib
-    template's body) the instance whose body it is, which the user's files bring in."""
-    if not env.module.is_stdlib:
-        asker = span
-    else:
-        asker = frame_of(env)
-        if asker is None:
-            return
+    template's body) the instance whose body it is, which the user's files bring in. The first
+    ask of a template's instance (its making) gives its first place, `used_at`."""
+    asker = span if not env.module.is_stdlib else frame_of(env)
+    noted = it.asked.get(id(frame))
+    if noted is None:                  # its making
+        noted = it.asked[id(frame)] = {}
+        if frame.template is not None:
+            frame.used_at = _first_place(asker)
+    if asker is None:
+        return
     # by the span, or the asking instance's id: in order, each once (a generated design may
     # ask for one instance from 100,000 places)
-    it.asked.setdefault(id(frame), {}).setdefault(
-        asker if isinstance(asker, Span) else id(asker), asker)
+    noted.setdefault(asker if isinstance(asker, Span) else id(asker), asker)
+
+
+def _first_place(asker) -> Optional[Span]:
+    """The place of the user's files an ask stands for: its span, else the asking instance's
+    own declaration when it is the user's template (`rack Nvl = NVL72()`), or the asking
+    instance's first place (none for a declaration inside a stdlib body)."""
+    if asker is None or isinstance(asker, Span):
+        return asker
+    if asker.template is not None and not asker.template.module.is_stdlib:
+        return asker.span
+    return asker.used_at
 
 
 def places(it, frame: Frame) -> List[Span]:

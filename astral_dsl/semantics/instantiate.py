@@ -19,7 +19,7 @@ from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_nam
 from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.arguments import Deferred, bind, memo_key, override
 from astral_dsl.semantics.fields import _Given
-from astral_dsl.semantics.frames import Env, FieldDef, Frame, used_at
+from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import ModuleScope, Template
 from astral_dsl.syntax import ast
 
@@ -159,7 +159,6 @@ class Instantiator:
                  "a template that instantiates itself with changing arguments never ends")
         frame = self._make(template, params, overrides, depth, origins)
         frame.called_at = span
-        frame.used_at = used_at(used_in or caller, span)
         frame.asked_in = used_in or caller
         self.memo[key] = frame
         if self.isolator is not None:
