@@ -66,6 +66,7 @@ from astral_dsl.pipeline_scenarios import run_scenarios, scenario_twin, too_many
     unknown_scenarios
 from astral_dsl.semantics import entry as passes
 from astral_dsl.semantics.allows import collect as collect_allows
+from astral_dsl.semantics.defaults import report as report_defaults
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
 from astral_dsl.semantics.overrides import parse_overrides
@@ -114,6 +115,7 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
                                diagnostics)
         design = attrs.evolve(design, allows=allows)
     except RecursionError as exc:
+        report_defaults(ev)             # the W212s said before it, at their places
         diagnostics.append(passes.too_deep(exc, entry.key))
         design = passes.empty(entry.key, diagnostics)
     return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()),

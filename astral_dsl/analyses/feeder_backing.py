@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional
 
-from astral_dsl.analyses.feeder_equipment import _si, _sym, _warn
+from astral_dsl.analyses.field_reading import si, symbol_name, warning
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import UnknownValue
@@ -31,12 +31,12 @@ def redundant(f: Instance, sized: bool = False) -> Optional[str]:
     """How a feeder declaration says it is one of redundant feeders (None: it does not);
     `sized`: its `count` is `?` (left_to_sizing), whatever sizing chose."""
     count = f.field("count")
-    if isinstance(count, UnknownValue) or sized and (_si(count) or 1) <= 1:
+    if isinstance(count, UnknownValue) or sized and (si(count) or 1) <= 1:
         return "one of a `count = ?` group"
-    if (_si(count) or 1) > 1:
-        return f"one of a `count = {int(_si(count))}` group"
-    if _sym(f.field("side")):
-        return f"on side {_sym(f.field('side'))} of an A/B pair"
+    if (si(count) or 1) > 1:
+        return f"one of a `count = {int(si(count))}` group"
+    if symbol_name(f.field("side")):
+        return f"on side {symbol_name(f.field('side'))} of an A/B pair"
     return None
 
 
@@ -59,7 +59,7 @@ def unbacked(f: Instance, partners: List[Instance], count: int, load_w: float,
     the hint is to declare it."""
     if example is None or partners or count > 1 or load_w <= 0:
         return []
-    side = _sym(f.field("side"))
+    side = symbol_name(f.field("side"))
     sized = left_to_sizing(f, resolve)
     unrated = sized and f.field("capacity") is None
     why = f"its `side = {side}` names half of an A/B pair" if side else \
@@ -75,7 +75,7 @@ def unbacked(f: Instance, partners: List[Instance], count: int, load_w: float,
            f"with one of them failed (N-1; without a rating one feeder is taken to carry any "
            f"load), or {pair} (2N)") if unrated else \
         f"declare {pair} (2N), or `count = 2` or more feeders sharing the load (N-1)"
-    return [_warn("W635", f"feeder `{f.path}` is a single point of failure{every}: no feeder of "
-                          f"another side shares its load and {group}, so the "
-                          f"{readable.power(load_w)} it carries is lost when it fails ({why})",
-                  f.span, f"{fix}; a single feed on purpose: `allow W635 \"reason\"`")]
+    return [warning("W635", f"feeder `{f.path}` is a single point of failure{every}: no feeder of "
+                            f"another side shares its load and {group}, so the "
+                            f"{readable.power(load_w)} it carries is lost when it fails ({why})",
+                    f.span, f"{fix}; a single feed on purpose: `allow W635 \"reason\"`")]

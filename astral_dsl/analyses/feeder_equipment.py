@@ -16,10 +16,11 @@ from typing import Optional
 
 from astral_dsl import records
 from astral_dsl.analyses import formulas
-from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.analyses.field_reading import error, si, symbol_name, warning
+from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.model.design import Instance
-from astral_dsl.model.values import Symbol, UnknownValue
-from astral_dsl.units import Quantity, format_number, readable
+from astral_dsl.model.values import UnknownValue
+from astral_dsl.units import format_number, readable
 
 
 @records.frozen
@@ -34,22 +35,6 @@ class Requirement:
     span: Optional[object]
 
 
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
-def _sym(v) -> Optional[str]:
-    return v.name if isinstance(v, Symbol) else None
-
-
-def _err(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, msg, span, hint)
-
-
-def _warn(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, msg, span, hint)
-
-
 DEFAULT_RECHARGE_RATE = 0.1
 
 
@@ -58,15 +43,15 @@ def recharge(f: Instance, capacity_ah: Optional[float], voltage: float, resolve,
     bat = resolve(f.field("battery"))
     if bat is None or not capacity_ah or not voltage or resolve(f.field("rectifier")) is None:
         return 0.0
-    rate = _si(bat.field("recharge_rate"))
+    rate = si(bat.field("recharge_rate"))
     if rate is None:
         rate = DEFAULT_RECHARGE_RATE
-        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
-                                   f"`recharge_rate`: its rectifier modules are sized for a "
-                                   f"{format_number(rate)} C recharge on top of the load",
-                           f.span_of("battery"),
-                           "declare `recharge_rate` (C per hour, from the charger's setting or "
-                           "the cells' data sheet)"))
+        diags.append(warning("W625", f"battery `{bat.path}` of `{f.path}` declares no "
+                                     f"`recharge_rate`: its rectifier modules are sized for a "
+                                     f"{format_number(rate)} C recharge on top of the load",
+                             f.span_of("battery"),
+                             "declare `recharge_rate` (C per hour, from the charger's setting or "
+                             "the cells' data sheet)"))
     else:
         _charge_limit(bat, rate, diags)
     return formulas.recharge_power(rate, capacity_ah, voltage)
@@ -81,17 +66,17 @@ CHARGE_LIMIT_C = {"lead_acid": 0.3, "lithium_ion": 1.0}
 
 def _charge_limit(bat: Instance, rate: float, diags) -> None:
     """W633 when a battery's recharge is faster than its chemistry's cells take."""
-    chem = _sym(bat.field("chemistry"))
+    chem = symbol_name(bat.field("chemistry"))
     limit = CHARGE_LIMIT_C.get(chem, max(CHARGE_LIMIT_C.values()))
     if rate <= limit + 1e-9:
         return
     what = chem.replace("_", "-") if chem else "lithium-ion (no `chemistry` declared)"
-    _once(diags, _warn("W633", f"battery `{bat.path}` recharges at {format_number(rate)} C, "
-                               f"faster than {what} cells take ({format_number(limit)} C): the "
-                               f"rectifier modules of its feeders are sized for that recharge on "
-                               f"top of the load", bat.span_of("recharge_rate"),
-                       f"set `recharge_rate` to the charger's current limit over the strings' "
-                       f"Ah (at most {format_number(limit)} C, or the cells' data sheet's)"))
+    _once(diags, warning("W633", f"battery `{bat.path}` recharges at {format_number(rate)} C, "
+                                 f"faster than {what} cells take ({format_number(limit)} C): the "
+                                 f"rectifier modules of its feeders are sized for that recharge on "
+                                 f"top of the load", bat.span_of("recharge_rate"),
+                         f"set `recharge_rate` to the charger's current limit over the strings' "
+                         f"Ah (at most {format_number(limit)} C, or the cells' data sheet's)"))
 
 
 # the most a cell of each chemistry is charged at, in V: lead-acid floats at 2.25-2.30 V a cell
@@ -109,7 +94,7 @@ def _float_limit(bat: Instance, f: Instance, bus: float, cells: int, end_v: floa
     voltage over `cells`): a string floats at its bus's voltage, so too few cells (the 120 of a
     240 V string on an 800 V bus) put the end of discharge, and the current and Ah sized at it,
     far below the bus."""
-    chem = _sym(bat.field("chemistry"))
+    chem = symbol_name(bat.field("chemistry"))
     limit = CHARGE_VOLTS.get(chem, max(CHARGE_VOLTS.values()))
     if bus <= cells * limit * (1 + 1e-9):
         return
@@ -117,15 +102,15 @@ def _float_limit(bat: Instance, f: Instance, bus: float, cells: int, end_v: floa
     count = (f"about {format_number(math.ceil(bus / LEAD_ACID_FLOAT))} lead-acid cells at a "
              f"float of {format_number(LEAD_ACID_FLOAT)} V" if chem == "lead_acid" else
              "the bus's voltage over the cells' float voltage (their data sheet)")
-    diags.append(_warn("W633", f"battery `{bat.path}` of `{f.path}` has {format_number(cells)} "
-                               f"cells on its {format_number(bus)} V bus, "
-                               f"{format_number(round(bus / cells, 2))} V a cell: more than "
-                               f"{what} cells are charged at ({format_number(limit)} V), and a "
-                               f"string floats at its bus's voltage; its end of discharge "
-                               f"({format_number(round(cells * end_v, 3))} V) and the current "
-                               f"and Ah sized at it are not the bus's",
-                       f.span_of("battery"),
-                       f"declare the `cells` of a string for this bus: {count}"))
+    diags.append(warning("W633", f"battery `{bat.path}` of `{f.path}` has {format_number(cells)} "
+                                 f"cells on its {format_number(bus)} V bus, "
+                                 f"{format_number(round(bus / cells, 2))} V a cell: more than "
+                                 f"{what} cells are charged at ({format_number(limit)} V), and a "
+                                 f"string floats at its bus's voltage; its end of discharge "
+                                 f"({format_number(round(cells * end_v, 3))} V) and the current "
+                                 f"and Ah sized at it are not the bus's",
+                         f.span_of("battery"),
+                         f"declare the `cells` of a string for this bus: {count}"))
 
 
 def _once(diags, d: Diagnostic) -> None:
@@ -140,44 +125,44 @@ def rectifier(f: Instance, load, resolve, diags, reqs, units: int, recharge_w: f
     rect = resolve(f.field("rectifier"))
     if rect is None:
         return None, None, 0.0
-    module = _si(rect.field("module"))
+    module = si(rect.field("module"))
     if not module:
-        diags.append(_warn("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
-                                   f"`module` rating: its modules are not counted",
-                           f.span_of("rectifier"),
-                           "declare `module = ...` (one module's rated power)"))
+        diags.append(warning("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
+                                     f"`module` rating: its modules are not counted",
+                             f.span_of("rectifier"),
+                             "declare `module = ...` (one module's rated power)"))
         return None, None, 0.0
-    derate = _si(rect.field("derate")) or 1.0
-    scheme = _sym(rect.field("redundancy"))
+    derate = si(rect.field("derate")) or 1.0
+    scheme = symbol_name(rect.field("redundancy"))
     if scheme is None:
         scheme = "n_plus_1"
-        diags.append(_warn("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
-                                   f"`redundancy`: N+1 (one spare module) is assumed",
-                           f.span_of("rectifier"),
-                           "declare `redundancy = n_plus_1` (or `n`, `two_n`) on the rectifier"))
+        diags.append(warning("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
+                                     f"`redundancy`: N+1 (one spare module) is assumed",
+                             f.span_of("rectifier"),
+                             "declare `redundancy = n_plus_1` (or `n`, `two_n`) on the rectifier"))
     base = formulas.modules_needed(load, module, derate)
     needed = formulas.with_redundancy(base, scheme)
     modules = rect.field("modules")
     if isinstance(modules, UnknownValue):
-        reqs.append(Requirement(modules.key, needed, units, _si(rect.field("price")) or 0.0,
+        reqs.append(Requirement(modules.key, needed, units, si(rect.field("price")) or 0.0,
                                 f"`{f.path}` needs {needed} modules of "
                                 f"{format_number(module / 1e3)} kW ({scheme})",
                                 rect.span_of("module")))
-        return needed, None, needed * module * (_si(rect.field("no_load_loss")) or 0.0)
-    declared_q = _si(modules)
+        return needed, None, needed * module * (si(rect.field("no_load_loss")) or 0.0)
+    declared_q = si(modules)
     declared = int(declared_q) if declared_q is not None else None
     if declared is not None and declared < needed:
         rated = f" derated to {format_number(round(derate * 100, 4))} %" if derate < 1 else ""
         what = f" ({readable.power(recharge_w)} of it the batteries' recharge)" \
             if recharge_w else ""
-        diags.append(_err("E627", f"`{f.path}` needs {needed} rectifier modules of "
-                                  f"{format_number(module / 1e3)} kW ({scheme}) but "
-                                  f"`{rect.path}` has {declared}", rect.span_of("modules"),
-                          f"use at least {needed} modules: {readable.power(load)}{what} "
-                          f"on {format_number(module / 1e3)} kW modules{rated} need {base}, "
-                          f"and {scheme} makes {needed}"))
+        diags.append(error("E627", f"`{f.path}` needs {needed} rectifier modules of "
+                                   f"{format_number(module / 1e3)} kW ({scheme}) but "
+                                   f"`{rect.path}` has {declared}", rect.span_of("modules"),
+                           f"use at least {needed} modules: {readable.power(load)}{what} "
+                           f"on {format_number(module / 1e3)} kW modules{rated} need {base}, "
+                           f"and {scheme} makes {needed}"))
     installed = declared if declared is not None else needed
-    return needed, declared, installed * module * (_si(rect.field("no_load_loss")) or 0.0)
+    return needed, declared, installed * module * (si(rect.field("no_load_loss")) or 0.0)
 
 
 # IEEE Std 485 sizing factors taken when a battery declares none: aging 1.25 (replace at 80 %
@@ -192,7 +177,7 @@ def sizing_factors(bat: Optional[Instance]) -> tuple:
     else the standard's (`_FACTORS`)."""
     if bat is None:
         return ()
-    return tuple((name, _si(bat.field(name)) or value) for name, value in _FACTORS)
+    return tuple((name, si(bat.field(name)) or value) for name, value in _FACTORS)
 
 
 def factors_text(factors) -> str:
@@ -209,88 +194,88 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
     bat = resolve(f.field("battery"))
     if bat is None:
         return None, None, None
-    autonomy = _si(bat.field("autonomy"))
-    cells = _si(bat.field("cells"))
-    end_v = _si(bat.field("end_voltage"))
+    autonomy = si(bat.field("autonomy"))
+    cells = si(bat.field("cells"))
+    end_v = si(bat.field("end_voltage"))
     if not (autonomy and cells and end_v):
         missing = [n for n, v in (("cells", cells), ("end_voltage", end_v)) if not v]
-        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
-                                   f"{' or '.join(f'`{m}`' for m in missing) or 'autonomy'}: "
-                                   f"its capacity is not sized", f.span_of("battery"),
-                           "declare `cells` and `end_voltage` (per cell, e.g. 1.75 V for "
-                           "lead-acid)"))
+        diags.append(warning("W625", f"battery `{bat.path}` of `{f.path}` declares no "
+                                     f"{' or '.join(f'`{m}`' for m in missing) or 'autonomy'}: "
+                                     f"its capacity is not sized", f.span_of("battery"),
+                             "declare `cells` and `end_voltage` (per cell, e.g. 1.75 V for "
+                             "lead-acid)"))
         return None, None, None
-    bus = _si(f.field("voltage"))
+    bus = si(f.field("voltage"))
     # a battery discharges from its float voltage down: its end is below its bus's nominal. On
     # an AC feeder (a UPS) it sits behind the inverter, on a DC link whose voltage the feeder
     # does not state: 240 cells end at 420 V on a 400 V AC output, as UPSs are built
-    if _sym(f.field("current")) == "dc" and bus and cells * end_v > bus * (1 + 1e-9):
-        diags.append(_err("E635", f"battery `{bat.path}` of `{f.path}` ends its discharge at "
-                                  f"{format_number(int(cells))} x {format_number(end_v)} V = "
-                                  f"{format_number(round(cells * end_v, 3))} V, above the "
-                                  f"{format_number(bus)} V of its bus: it would never discharge "
-                                  f"into it", bat.span_of("end_voltage", "cells"),
-                          "`end_voltage` is per cell (lead-acid ends at 1.6-1.9 V a cell: "
-                          "IEEE Std 485); check it and `cells` against the bus"))
+    if symbol_name(f.field("current")) == "dc" and bus and cells * end_v > bus * (1 + 1e-9):
+        diags.append(error("E635", f"battery `{bat.path}` of `{f.path}` ends its discharge at "
+                                   f"{format_number(int(cells))} x {format_number(end_v)} V = "
+                                   f"{format_number(round(cells * end_v, 3))} V, above the "
+                                   f"{format_number(bus)} V of its bus: it would never discharge "
+                                   f"into it", bat.span_of("end_voltage", "cells"),
+                           "`end_voltage` is per cell (lead-acid ends at 1.6-1.9 V a cell: "
+                           "IEEE Std 485); check it and `cells` against the bus"))
         return None, None, None
-    if _sym(f.field("current")) == "dc" and bus:
+    if symbol_name(f.field("current")) == "dc" and bus:
         _float_limit(bat, f, bus, int(cells), end_v, diags)
-    assumed = [(name, value) for name, value in _FACTORS if _si(bat.field(name)) is None]
+    assumed = [(name, value) for name, value in _FACTORS if si(bat.field(name)) is None]
     if assumed:
-        chem = _sym(bat.field("chemistry")) or "lead_acid"
+        chem = symbol_name(bat.field("chemistry")) or "lead_acid"
         lead = "" if chem == "lead_acid" else \
             f"; they are lead-acid figures and this battery is {chem.replace('_', '-')}"
-        diags.append(_warn("W625", f"battery `{bat.path}` declares no "
-                                   f"{', '.join(f'`{n}`' for n, _ in assumed)}: the IEEE 485 "
-                                   f"values {', '.join(f'{n} = {v}' for n, v in assumed)} are "
-                                   f"assumed{lead}", f.span_of("battery"),
-                           "declare the sizing factors for the battery's chemistry"))
+        diags.append(warning("W625", f"battery `{bat.path}` declares no "
+                                     f"{', '.join(f'`{n}`' for n, _ in assumed)}: the IEEE 485 "
+                                     f"values {', '.join(f'{n} = {v}' for n, v in assumed)} are "
+                                     f"assumed{lead}", f.span_of("battery"),
+                             "declare the sizing factors for the battery's chemistry"))
     factors = dict(sizing_factors(bat))
     how = factors_text(sizing_factors(bat))
     if factors["temperature_factor"] < 1 - 1e-9:
         # IEEE Std 485: the correction is 1.0 at 25 degC and above 1 below it; a warmer room
         # gives more capacity but a shorter life, and the standard advises no factor below 1
-        _once(diags, _warn("W633", f"battery `{bat.path}` declares a `temperature_factor` of "
-                                   f"{format_number(factors['temperature_factor'])}: IEEE Std 485 "
-                                   f"advises none below 1 (1.0 at 25 degC, more below it; the "
-                                   f"capacity gained above 25 degC is lost in life), so its "
-                                   f"strings are sized smaller than the standard sizes them",
-                           bat.span_of("temperature_factor"),
-                           "declare `temperature_factor = 1` for a room at 25 degC or warmer, "
-                           "the IEEE 485 correction for the lowest electrolyte temperature "
-                           "below it"))
+        _once(diags, warning("W633", f"battery `{bat.path}` declares a `temperature_factor` of "
+                                     f"{format_number(factors['temperature_factor'])}: IEEE Std "
+                                     f"485 advises none below 1 (1.0 at 25 degC, more below it; "
+                                     f"the capacity gained above 25 degC is lost in life), so its "
+                                     f"strings are sized smaller than the standard sizes them",
+                             bat.span_of("temperature_factor"),
+                             "declare `temperature_factor = 1` for a room at 25 degC or warmer, "
+                             "the IEEE 485 correction for the lowest electrolyte temperature "
+                             "below it"))
     current, _, sized = formulas.battery_capacity_ah(
-        load, autonomy, _si(bat.field("efficiency")) or 1.0, int(cells), end_v,
+        load, autonomy, si(bat.field("efficiency")) or 1.0, int(cells), end_v,
         aging=factors["aging_factor"], design=factors["design_factor"],
         temperature=factors["temperature_factor"])
-    per_string = _si(bat.field("string_capacity"))
+    per_string = si(bat.field("string_capacity"))
     available = None
     strings = bat.field("strings")
     if isinstance(strings, UnknownValue):
         if per_string:
             need = max(1, math.ceil(sized / (per_string / 3600.0) - 1e-9))
-            reqs.append(Requirement(strings.key, need, units, _si(bat.field("price")) or 0.0,
+            reqs.append(Requirement(strings.key, need, units, si(bat.field("price")) or 0.0,
                                     f"batteries of `{f.path}` must hold "
                                     f"{format_number(round(sized))} Ah",
                                     bat.span_of("string_capacity")))
             available = need * per_string / 3600.0
         return current, sized, available
     if per_string is None:
-        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
-                                   f"`string_capacity`: the {readable.grouped(sized, 1)} Ah "
-                                   f"its autonomy needs ({how}) are not checked against what it "
-                                   f"holds",
-                           f.span_of("battery"),
-                           "declare `string_capacity` (at the autonomy's discharge rate) and "
-                           "`strings`"))
+        diags.append(warning("W625", f"battery `{bat.path}` of `{f.path}` declares no "
+                                     f"`string_capacity`: the {readable.grouped(sized, 1)} Ah "
+                                     f"its autonomy needs ({how}) are not checked against what it "
+                                     f"holds",
+                             f.span_of("battery"),
+                             "declare `string_capacity` (at the autonomy's discharge rate) and "
+                             "`strings`"))
         return current, sized, None
-    available = per_string / 3600.0 * (int(_si(bat.field("strings")) or 1))
+    available = per_string / 3600.0 * (int(si(bat.field("strings")) or 1))
     if available < sized * (1 - 1e-9):
         need = math.ceil(sized / (per_string / 3600.0) - 1e-9)
-        diags.append(_err("E623", f"batteries of `{f.path}` hold "
-                                  f"{format_number(round(available, 1))} Ah but "
-                                  f"{format_number(autonomy / 60)} min at "
-                                  f"{readable.power(load)}{said} needs "
-                                  f"{format_number(round(sized, 1))} Ah ({how})",
-                          bat.span_of("strings"), f"use at least {need} strings"))
+        diags.append(error("E623", f"batteries of `{f.path}` hold "
+                                   f"{format_number(round(available, 1))} Ah but "
+                                   f"{format_number(autonomy / 60)} min at "
+                                   f"{readable.power(load)}{said} needs "
+                                   f"{format_number(round(sized, 1))} Ah ({how})",
+                           bat.span_of("strings"), f"use at least {need} strings"))
     return current, sized, available

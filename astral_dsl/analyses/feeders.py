@@ -17,9 +17,9 @@ from typing import List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses import conductors, feeder_backing, feeder_voltage
-from astral_dsl.analyses.feeder_equipment import (Requirement, _err, _si, _sym, _warn,
-                                                  battery, recharge, rectifier,
+from astral_dsl.analyses.feeder_equipment import (Requirement, battery, recharge, rectifier,
                                                   sizing_factors)
+from astral_dsl.analyses.field_reading import error, si, symbol_name, warning
 from astral_dsl.analyses.served import Served
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import power_of
@@ -109,7 +109,7 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
         for f in feeders:
             key = _served_key(f, parts[id(f)])
             partners = [g for g in feeders if g is not f and _served_key(g, parts[id(g)]) == key
-                        and _sym(g.field("side")) != _sym(f.field("side"))]
+                        and symbol_name(g.field("side")) != symbol_name(f.field("side"))]
             out.append(one_feeder(f, replicas, parts[id(f)], served.network(f)[0], partners,
                                    resolve, cache, failed, diags, reqs, averages, owner=owner))
             diags.extend(feeder_backing.unbacked(f, partners, out[-1].count, out[-1].load_w,
@@ -123,17 +123,17 @@ def _doubled(feeders, parts) -> List:
     the load and its conversion losses are counted once per feeder."""
     out, seen = [], []
     for f in feeders:
-        key = (_served_key(f, parts[id(f)]), _sym(f.field("side")))
+        key = (_served_key(f, parts[id(f)]), symbol_name(f.field("side")))
         first = next((g for g, k in seen if k == key), None)
         seen.append((f, key))
         if first is None or not parts[id(f)]:
             continue
         side = f"side {key[1]}" if key[1] else "no `side`"
-        out.append(_warn("W634", f"feeders `{first.path}` and `{f.path}` serve the same parts on "
-                                 f"{side}: each is taken to carry all of their load, which is "
-                                 f"counted twice (their losses too)", f.span,
-                         "give them sides A and B (a 2N pair sharing the load), or declare one "
-                         "feeder with `count = 2` (two sharing it)"))
+        out.append(warning("W634", f"feeders `{first.path}` and `{f.path}` serve the same parts on "
+                                   f"{side}: each is taken to carry all of their load, which is "
+                                   f"counted twice (their losses too)", f.span,
+                           "give them sides A and B (a 2N pair sharing the load), or declare one "
+                           "feeder with `count = 2` (two sharing it)"))
     return out
 
 
@@ -169,27 +169,27 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
     if not served and not network_w and not mechanical[0]:
         what = " and no fabric's switches under it draw power" \
             if f.field("network") is True else ""
-        diags.append(_warn("W620", f"feeder `{f.path}` serves nothing{what}: it carries 0 kW",
-                           f.span, "set `serves = ...`, or name it in the `feeds` of the racks "
-                                   "it supplies (`network = true` for the switches)"))
+        diags.append(warning("W620", f"feeder `{f.path}` serves nothing{what}: it carries 0 kW",
+                             f.span, "set `serves = ...`, or name it in the `feeds` of the racks "
+                                     "it supplies (`network = true` for the switches)"))
     sides = 1 + len(partners)
     alive_partners = [p for p in partners if _still_up(p, failed)]
-    kind = _sym(f.field("current")) or "dc"
+    kind = symbol_name(f.field("current")) or "dc"
     capacity, rating_pf = rated_capacity(f, kind)
     count_field = f.field("count")
     if isinstance(count_field, UnknownValue):
-        own = _si(f.field("efficiency"))
+        own = si(f.field("efficiency"))
         needs = load / own if own else load      # what the feeders' conductors carry
         count = _feeders_needed(needs, capacity, sides, bool(alive_partners))
         if f.path in failed:       # one of them is down: the others carry the normal share
             alive = sides - len(partners) + len(alive_partners)
             count = max(count, math.ceil(needs / (capacity * alive) - 1e-9) + 1) \
                 if capacity else count + 1
-        reqs.append(Requirement(count_field.key, count, replicas, _si(f.field("price")) or 0.0,
+        reqs.append(Requirement(count_field.key, count, replicas, si(f.field("price")) or 0.0,
                                 f"feeder `{f.path}` must carry its load normally and with one "
                                 f"feeder failed", f.span_of("capacity")))
     else:
-        count = int(_si(count_field) or 1)
+        count = int(si(count_field) or 1)
     unknown = isinstance(count_field, UnknownValue)
     down = f.path in failed
     running = count - 1 if down else count
@@ -204,39 +204,39 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
     design = max(healthy)
     dark = down and running == 0 and not alive_partners
     if dark:
-        diags.append(_err("E628", f"feeder `{f.path}` is down and nothing backs it: "
-                                  f"{readable.power(load)} lose power",
-                          f.span, "declare a partner feeder on the other side (A/B) or "
-                                  "`count = N` feeders sharing the load"))
-    voltage = _si(f.field("voltage")) or 0.0
+        diags.append(error("E628", f"feeder `{f.path}` is down and nothing backs it: "
+                                   f"{readable.power(load)} lose power",
+                           f.span, "declare a partner feeder on the other side (A/B) or "
+                                   "`count = N` feeders sharing the load"))
+    voltage = si(f.field("voltage")) or 0.0
     # the feeder's own conversion (a utility-direct path's transformer and PSUs): its conductors
     # carry the load divided by its efficiency; a rectifier's efficiency is upstream of a DC feeder
-    own = _si(f.field("efficiency"))
+    own = si(f.field("efficiency"))
     through = 1 / own if own else 1.0
     carried = normal if degraded else max(normal, failover)
     low, low_from = feeder_voltage.lowest(f, kind, voltage, resolve, diags, load > 0)
     current = conductors.current(kind, carried * through, low, f)
     if capacity is None and load > 0:
-        diags.append(_warn("W623", f"feeder `{f.path}` declares no `capacity`: the "
-                                   f"{readable.power(carried * through)} it carries are "
-                                   f"not checked against a rating", f.span,
-                           "declare `capacity = ...` (the feeder's rated power)"))
+        diags.append(warning("W623", f"feeder `{f.path}` declares no `capacity`: the "
+                                     f"{readable.power(carried * through)} it carries are "
+                                     f"not checked against a rating", f.span,
+                             "declare `capacity = ...` (the feeder's rated power)"))
     if capacity is not None and not unknown:     # an unknown count is sized to fit instead
         if normal * through > capacity * (1 + 1e-9):
             said, rating, tail = _against_rating(normal * through, capacity, rating_pf,
                                                  _of_load(normal, own))
             when = "in normal operation" if not degraded else \
                 f"with one of its {count} failed" if down else "with the other side failed"
-            diags.append(_err("E620", f"feeder `{f.path}` carries {said} {when}{tail}, "
-                                      f"above its capacity of {rating}",
-                              f.span_of("capacity"), _replicas(replicas, "feeder")))
+            diags.append(error("E620", f"feeder `{f.path}` carries {said} {when}{tail}, "
+                                       f"above its capacity of {rating}",
+                               f.span_of("capacity"), _replicas(replicas, "feeder")))
         elif not degraded and failover * through > capacity * (1 + 1e-9):
             other = "the other side" if partners else "the remaining feeders"
             said, rating, tail = _against_rating(failover * through, capacity, rating_pf,
                                                  _of_load(failover, own))
-            diags.append(_err("E621", f"with one feeder failed, {other} of `{f.path}` must "
-                                      f"carry {said}{tail}, above its capacity of {rating}",
-                              f.span_of("capacity"), _failover_hint(count, bool(partners))))
+            diags.append(error("E621", f"with one feeder failed, {other} of `{f.path}` must "
+                                       f"carry {said}{tail}, above its capacity of {rating}",
+                               f.span_of("capacity"), _failover_hint(count, bool(partners))))
     feeder_voltage.in_range(f, voltage, resolve, diags)
     cond_current, ampacity, drop, ratio = conductors.conductor(f, current, low, kind, resolve,
                                                                diags, load > 0)
@@ -262,29 +262,30 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
     refill = recharge(f, b_available or b_required, voltage, resolve, diags)
     needed, declared, no_load = rectifier(f, duty * through + refill, resolve,
                                           diags, reqs, replicas * count, refill)
-    eff = _si(f.field("efficiency"))
+    eff = si(f.field("efficiency"))
     rect = resolve(f.field("rectifier"))
-    rect_eff = _si(rect.field("efficiency")) if rect is not None else None
+    rect_eff = si(rect.field("efficiency")) if rect is not None else None
     if rect_eff is not None:        # the rectifier upstream of the feeder's own conversion
         eff = rect_eff * eff if eff is not None else rect_eff
     if rect is not None and rect_eff is None and eff is not None and load > 0:
-        diags.append(_warn("W624", f"rectifier `{rect.path}` of feeder `{f.path}` declares no "
-                                   f"`efficiency`: its AC-DC conversion losses count as 0 W in "
-                                   f"the facility power and the PUE, only the feeder's own "
-                                   f"{format_number(round(eff * 100, 4))} % counts",
-                           f.span_of("rectifier"),
-                           "declare `efficiency = ...` on the rectifier, from its data sheet "
-                           "(stdlib.power's `Rectifier` states one)"))
+        diags.append(warning("W624", f"rectifier `{rect.path}` of feeder `{f.path}` declares no "
+                                     f"`efficiency`: its AC-DC conversion losses count as 0 W in "
+                                     f"the facility power and the PUE, only the feeder's own "
+                                     f"{format_number(round(eff * 100, 4))} % counts",
+                             f.span_of("rectifier"),
+                             "declare `efficiency = ...` on the rectifier, from its data sheet "
+                             "(stdlib.power's `Rectifier` states one)"))
     if eff is None and load > 0:
-        diags.append(_warn("W624", f"feeder `{f.path}` declares no conversion `efficiency` "
-                                   f"(nor does a rectifier on it): its conversion losses count "
-                                   f"as 0 W in the facility power and the PUE", f.span,
-                           "declare `efficiency = ...` on the feeder or its rectifier, from the "
-                           "equipment's data sheet"))
-    return FeederResult(f.path, replicas, count, kind, _sym(f.field("side")), voltage, load, normal,
-                        failover, capacity, current, cond_current, ampacity, drop, ratio, needed,
-                        declared, b_current, b_required, b_available, eff, low, low_from,
-                        through, network_w, normal * average / load if load else 0.0, running,
+        diags.append(warning("W624", f"feeder `{f.path}` declares no conversion `efficiency` "
+                                     f"(nor does a rectifier on it): its conversion losses count "
+                                     f"as 0 W in the facility power and the PUE", f.span,
+                             "declare `efficiency = ...` on the feeder or its rectifier, from the "
+                             "equipment's data sheet"))
+    return FeederResult(f.path, replicas, count, kind, symbol_name(f.field("side")), voltage,
+                        load, normal, failover, capacity, current, cond_current, ampacity, drop,
+                        ratio, needed, declared, b_current, b_required, b_available, eff, low,
+                        low_from, through, network_w,
+                        normal * average / load if load else 0.0, running,
                         dark=dark, no_load_w=no_load, recharge_w=refill,
                         mechanical_w=mechanical[0], equipment_v=at_equipment,
                         rating_pf=rating_pf, degraded=degraded,
@@ -310,10 +311,10 @@ def rated_capacity(f: Instance, kind: str) -> Tuple[Optional[float], Optional[fl
     holds a load of kW = kVA x power factor (the feeder's `power_factor`; 1 when it declares
     none, which W621 says), as a transformer's does (analyses/chain.py). On a DC feeder a VA
     and a W are one."""
-    cap = _si(f.field("capacity"))
+    cap = si(f.field("capacity"))
     if cap is None or kind == "dc" or not conductors.rated_in_va(f):
         return cap, None
-    pf = _si(f.field("power_factor")) or 1.0
+    pf = si(f.field("power_factor")) or 1.0
     return cap * pf, pf
 
 
@@ -340,7 +341,7 @@ def _still_up(partner: Instance, failed) -> bool:
     if partner.path not in failed:
         return True
     count = partner.field("count")
-    return isinstance(count, UnknownValue) or int(_si(count) or 1) > 1
+    return isinstance(count, UnknownValue) or int(si(count) or 1) > 1
 
 
 def _failover_hint(count: int, paired: bool) -> str:

@@ -127,7 +127,7 @@ def _sharded(low, stage: int, run, apart: bool = False
 
 def _cp_steps(low, stage: int, run) -> List[float]:
     """The seconds of each context-parallel ring step of the stage's blocks (Seer's operators
-    on the `cp` stream: seer/lower_attention._cp_attention), each block's template once (every
+    on the `cp` stream: seer/lower_ring._cp_attention), each block's template once (every
     one runs once a micro-batch: the median is the same)."""
     blocks = dict.fromkeys((b.chunk, b.phase) for b in run.blocks)
     return [float(o.dur) for chunk, phase in blocks

@@ -123,7 +123,7 @@ class Instance:
     uses: Tuple[Tuple[str, Span], ...] = ()
     stated: Tuple[str, ...] = ()
     # a stdlib template's instance: the first place in the user's files that brings it in
-    # (its call, or the user's template whose body asks for it: semantics/frames.py used_at);
+    # (its call, or the user's template whose body asks for it: semantics/brought_in.py);
     # None for the others
     used_at: Optional[Span] = None
 

@@ -47,7 +47,7 @@ def unquoted(text: str) -> str:
     escapes replaced as the language replaces them), anything else as written. The CSV's and
     the JSON's parameter columns say the same (the CSV had kept the quotes)."""
     if len(text) >= 2 and text[0] == text[-1] == '"':
-        from astral_dsl.syntax.build import unescape
+        from astral_dsl.syntax.literals import unescape
 
         try:
             return unescape(text[1:-1])

@@ -25,7 +25,7 @@ to issue its layers (host_layer_s, fitted; template.py); an MoE layer's routing 
 moe_layer_s (fitted) beyond what bytes and FLOPs price.
 
 The operators are built by concern in mixins of Lowering: lower_dense.py, lower_attention.py,
-lower_moe.py, lower_mamba.py, lower_linear.py, lower_comm.py and lower_offload.py.
+lower_ring.py, lower_moe.py, lower_mamba.py, lower_linear.py, lower_comm.py and lower_offload.py.
 """
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ from astral_dsl.seer.lower_mamba import MambaOps
 from astral_dsl.seer.lower_mtp import MtpOps
 from astral_dsl.seer.lower_moe import MoeOps
 from astral_dsl.seer.lower_offload import OffloadOps, offload_shape, reload_of
+from astral_dsl.seer.lower_ring import RingOps
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.spec import JobSpec
 from astral_dsl.seer.stages import chunk_layers
@@ -51,7 +52,7 @@ from astral_dsl.seer.template import Template, Builder
 
 
 
-class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, CommOps,
+class Lowering(AttentionOps, RingOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, CommOps,
                OffloadOps, ParamsMixin):
     """The job's block templates and the quantities they are built from.
 
@@ -153,8 +154,8 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         self._at: Dict[tuple, Template] = {}         # by (stage, chunk, phase)
         self._alike: Dict[tuple, Template] = {}      # by (stage_key, chunk, phase)
 
-    # ---- one transformer layer (its operators: lower_attention.py, lower_dense.py,
-    # lower_moe.py, lower_mamba.py, lower_linear.py, lower_comm.py) --------------------
+    # ---- one transformer layer (its operators: lower_attention.py, lower_ring.py,
+    # lower_dense.py, lower_moe.py, lower_mamba.py, lower_linear.py, lower_comm.py) -----
     def _layer_fwd(self, b, L, pre=""):
         """One layer's forward: attention and MLP (or MoE) sub-blocks, or, in a hybrid model,
         the one its kind says (model_spec.ModelSpec.layer_kind: Mamba-2, attention, MoE or MLP)."""

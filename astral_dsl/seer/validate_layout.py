@@ -202,7 +202,7 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
 # (attention/dot_product_attention/context_parallel.py, attn_forward_func_with_cp; utils.py:
 # "context parallelism requires seq_len % (cp_size * 2) == 0"), and Megatron-Core 0.16.1 cuts
 # the batch so (utils.get_batch_on_this_cp_rank: `view(..., 2 * cp_size, seq // (2 * cp_size))`).
-# Seer's ring (lower_attention._cp_attention) prices that split for every framework.
+# Seer's ring (lower_ring._cp_attention) prices that split for every framework.
 # A ring step multiplies one chunk's queries or keys (the off-diagonal steps: half the rank's
 # queries against its block, or all against half; s / 2cp rows): FlashAttention tiles the
 # queries and keys in blocks of up to 128 rows (FlashAttention-2, Dao 2023, section 3.3: blocks

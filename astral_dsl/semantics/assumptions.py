@@ -5,10 +5,10 @@
 assumed "..."` as a parameter's default, `param racks = 8 assumed "..."` at the top of a file:
 the value is used as written, and each place in the user's files that brings it into the design
 is told which value was assumed, the value and why, with the value's line as its related span
-("assumed here"). The
-places of an instance are noted as the instantiator makes and finds it (`asked`: a call in the
-user's files, or the instance whose stdlib body asks for it, NVL72's for its switch trays); a
-user's template based on the stdlib's is its own place (`host Node = HGX8(...)`, as W212's).
+("assumed here"). The places of an instance are noted as the instantiator makes and finds it
+(semantics/brought_in.py: each call in the user's files, or of the instance whose stdlib body
+asks for it, NVL72's for its switch trays; a user's template based on the stdlib's is its own
+place, `host Node = HGX8(...)`).
 The warnings are said once the frames are complete (`report`, before they are frozen): for
 each evaluated field and each default an instance reads (`reading_defaults`), once per
 assumption and place, however far the design replicates the part (an instance is made once per
@@ -23,26 +23,12 @@ from typing import Callable, List
 
 from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span, own_part
 from astral_dsl.model.values import POISON, Group, show
+from astral_dsl.semantics.brought_in import places
 from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_of
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, format_number
 
 CODE = "W216"
-
-
-def asked(it, frame: Frame, env: Env, span: Span) -> None:
-    """Note that `env` asks for `frame` at `span`: a place in the user's files, or (a stdlib
-    template's body) the instance whose body it is, which the user's files bring in."""
-    if not env.module.is_stdlib:
-        asker = span
-    else:
-        asker = frame_of(env)
-        if asker is None:
-            return
-    # by the span, or the asking instance's id: in order, each once (a generated design may
-    # ask for one instance from 100,000 places)
-    it.asked.setdefault(id(frame), {}).setdefault(
-        asker if isinstance(asker, Span) else id(asker), asker)
 
 
 def reading_defaults(it, make: Callable[[], Frame]) -> Frame:
@@ -85,7 +71,7 @@ def report(it) -> None:
                 message = f"`{name}` of {frame.kind} `{frame.name}` is assumed: " \
                           f"{_shown(frame.values[name])}"
                 hint = _field_hint(frame, name, d, user)
-                for at in ([stmt.value.span] if user else _sites(it, frame, set())):
+                for at in ([stmt.value.span] if user else places(it, frame)):
                     _warn(it, stmt.assumed, stmt.value.span, at, message, hint)
     for template, p, caller, span, value in it.assumed_defaults:
         pname = p.name.name
@@ -120,26 +106,7 @@ def _default_sites(it, template, p: ast.ParamDef, caller: Env, span: Span) -> Li
     if not caller.module.is_stdlib:
         return [span]
     parent = frame_of(caller)
-    return (_sites(it, parent, set()) if parent is not None else []) or [p.default.span]
-
-
-def _sites(it, frame: Frame, seen: set) -> List[Span]:
-    """The places of the user's files that bring `frame` in, in the order they asked for it:
-    the user's declaration of its template (`rack R = DGX_H100_Rack`: the user's line that
-    takes the stdlib's values), else each place the user's files ask for it, and those of the
-    instances whose stdlib bodies ask for it (NVL72's for its switch trays); its first place
-    when none was noted (a copy isolated for a scenario)."""
-    if id(frame) in seen:
-        return []
-    seen.add(id(frame))
-    template = frame.template
-    if template is not None and not template.module.is_stdlib:
-        return [frame.span]
-    out: dict = {}                   # the spans, in order, each once
-    for asker in it.asked.get(id(frame), {}).values():
-        for at in ([asker] if isinstance(asker, Span) else _sites(it, asker, seen)):
-            out.setdefault(at, at)
-    return list(out) or ([frame.used_at] if frame.used_at is not None else [])
+    return (places(it, parent) if parent is not None else []) or [p.default.span]
 
 
 def param_assumed(it, node: ast.Param, value) -> None:

@@ -5,10 +5,11 @@ The stdlib's templates use it where a data sheet's value is standard, so that a 
 them works before every data sheet is at hand, and says what it assumed: `HGX8` takes its GPU's
 `nvlink_bandwidth`, or NVLink 4's 450 GB/s each way when the GPU does not state one. Only a
 field the part's kind has and the part leaves out falls back: a misspelt field is still E209.
-The warning stands at the first place in the user's own files the value comes from (the
-template's declaration, else where a stdlib template is instantiated); where that is a stdlib
-template's body (NVL72's trays), at the user's line that brings the part in, the stdlib's line
-its related span.
+The warning stands where the user's own files give the value (the template's declaration, else
+where a stdlib template is instantiated); a stdlib template's instance's, once the frames are
+complete (`report`), at every place of the user's files that brings the instance in
+(semantics/brought_in.py, as W216), the stdlib's line its related span where it stood in a
+stdlib template's body (NVL72's trays).
 
 `interpolate(x, [x1, ..., xn], [y1, ..., yn], "table")`: a value read from a table of listed
 points (x1 < ... < xn), linear between the two listed points around x (the point's own value at a
@@ -17,8 +18,11 @@ the table. The stdlib's `Transformer` reads its efficiency from the US DOE's tab
 rating this way."""
 from __future__ import annotations
 
+import attrs
+
 from astral_dsl.diagnostics import Diagnostic, Severity, moved_to, own_part
 from astral_dsl.model.values import ListValue, type_name
+from astral_dsl.semantics.brought_in import places
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.frames import Env, Frame, frame_of
 from astral_dsl.syntax import ast
@@ -48,13 +52,30 @@ def eval_default(x, e: ast.Call, env: Env):
     owner = env.frame
     span = _where(owner) if owner is not None else e.span
     kind = getattr(part, "kind", "part")
-    x.host.diagnostics.append(_used(owner, Diagnostic(
-        "W212", Severity.WARNING,
-        f"{kind} `{part.name}` states no `{name}`: assumed {value}"
-        + (f" for {owner.kind} `{owner.name}`" if owner is not None else ""),
-        span or e.span, _hint(part, kind, name, target.obj, env),
-        notes=(f"assumed: {reason}",))))
+    d = Diagnostic("W212", Severity.WARNING,
+                   f"{kind} `{part.name}` states no `{name}`: assumed {value}"
+                   + (f" for {owner.kind} `{owner.name}`" if owner is not None else ""),
+                   span or e.span, _hint(part, kind, name, target.obj, env),
+                   notes=(f"assumed: {reason}",))
+    if _stdlib(owner):
+        x.host.brought.append((owner, d))       # said at each of its places (`report`)
+    else:
+        x.host.diagnostics.append(d)
     return value
+
+
+def report(it) -> None:
+    """W212 of a stdlib template's instance, noted as its fields were evaluated, at every place
+    of the user's files that brings the instance in (semantics/brought_in.py), where it stood
+    when none is known."""
+    pending, it.brought = it.brought, []
+    for frame, d in pending:
+        what = f"{frame.kind} `{frame.name}` is made here"
+        for at in places(it, frame) or [None]:
+            if at is not None and d.span.file == at.file:     # the user's own call, or another
+                it.diagnostics.append(d if at == d.span else attrs.evolve(d, span=at))
+            else:
+                it.diagnostics.append(moved_to(d, at, what))
 
 
 def _hint(part, kind: str, name: str, obj, env: Env) -> str:
@@ -114,11 +135,16 @@ def _where(frame: Frame):
     return frame.called_at
 
 
+def _stdlib(frame) -> bool:
+    """`frame` is an instance of a stdlib template."""
+    return frame is not None and frame.template is not None and frame.template.module.is_stdlib
+
+
 def _used(frame, d: Diagnostic) -> Diagnostic:
-    """`d` on the line of the user's file that brings `frame` in (`rack Nvl = NVL72()`), when
-    it stands in the stdlib (a stdlib template's part: NVL72's trays, asked for in NVL72's
+    """`d` on the line of the user's file that first brings `frame` in (`rack Nvl = NVL72()`),
+    when it stands in the stdlib (a stdlib template's part: NVL72's trays, asked for in NVL72's
     body), the stdlib's line kept as its related span: the user cannot edit the stdlib."""
-    if frame is None or frame.template is None or not frame.template.module.is_stdlib:
+    if not _stdlib(frame):
         return d
     return moved_to(d, frame.used_at, f"{frame.kind} `{frame.name}` is made here")
 

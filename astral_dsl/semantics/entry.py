@@ -13,6 +13,7 @@ from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.errors import Poisoned
 from astral_dsl.semantics.freeze import Freezer
 from astral_dsl.semantics.assumptions import report as report_assumptions, unsaid
+from astral_dsl.semantics.defaults import report as report_defaults
 from astral_dsl.semantics.keywords import keyword_names
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
@@ -226,9 +227,11 @@ def user_checks(ev: Instantiator, everything, paths, mult, scopes, loader: Modul
 def freeze(ev: Instantiator, entry: LoadedModule, scope: ModuleScope, found: Roots, paths,
            results, diagnostics) -> Design:
     """The frozen model: every frame as an Instance at its canonical path, the params, the
-    unknowns in source order, and the diagnostics sorted, with W216 for the assumed values
-    that it holds (semantics/assumptions.py)."""
+    unknowns in source order, and the diagnostics sorted, with W212 for the stdlib's defaults
+    its instances took since the frames were completed (semantics/defaults.py) and W216 for the
+    assumed values that it holds (semantics/assumptions.py)."""
     roots, jobs, scenarios = found
+    report_defaults(ev)
     report_assumptions(ev)
     freezer = Freezer(paths)
     frozen_roots = tuple(freezer.instance(f) for f in roots)

@@ -7,7 +7,7 @@ from astral_dsl.diagnostics import DiagnosticError, Span, did_you_mean, moved_to
 from astral_dsl.model.kinds import KINDS, EnumType, ListType, StrType
 from astral_dsl.model.values import (POISON, Group, ListValue, Symbol, UnknownValue, show,
                                       type_name)
-from astral_dsl.semantics.assumptions import asked
+from astral_dsl.semantics.brought_in import asked
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.collections import each_option, inclusive_range, unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, in_instance, unknown_key

@@ -71,7 +71,7 @@ class Frame:
     #                                                      placement: which replicas it names)
     called_at: Optional[Span] = None   # where a template's instance was first asked for
     # ... and the first place in the user's files it comes from: `called_at`, or where the
-    # stdlib template whose body asked for it was itself asked for (semantics/defaults.py)
+    # stdlib template whose body asked for it was itself asked for (semantics/brought_in.py)
     used_at: Optional[Span] = None
     # where this instance was first asked for, so that a hint can follow a stdlib part given
     # down from template to template (semantics/defaults.py)
@@ -91,17 +91,3 @@ def frame_of(env: Optional[Env]) -> Optional[Frame]:
     while env is not None and env.frame is None:
         env = env.outer
     return env.frame if env is not None else None
-
-
-def used_at(caller: Env, span: Span) -> Optional[Span]:
-    """`span`, a template's call in `caller`, when it is in the user's files; else (a stdlib
-    template's body: `NVL72`'s `18 x GB200_Tray(...)`) the user's template whose body it is
-    (`rack Nvl = NVL72()`), or where the stdlib's was asked for in the user's files."""
-    if not caller.module.is_stdlib:
-        return span
-    frame = frame_of(caller)
-    if frame is None:
-        return None
-    if frame.template is not None and not frame.template.module.is_stdlib:
-        return frame.span
-    return frame.used_at

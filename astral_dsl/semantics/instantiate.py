@@ -1,27 +1,27 @@
 """The instantiator: templates -> frames. It binds parameters (semantics/arguments.py), applies
-a base template and overrides, memoises instantiations so replication stays symbolic, and owns what one compile
-builds: the frames, the memo, module-level values, the unknowns and the roll-up cache. It
-evaluates expressions with an `Expressions` (semantics/evaluate.py) whose host it is, and the
-fields of its frames with semantics/fields.py (whole frames: semantics/complete.py)."""
+a base template and overrides, memoises instantiations so replication stays symbolic, and owns
+what one compile builds: the frames, the memo, module-level values (evaluated by
+semantics/module_values.py), the unknowns and the roll-up cache. It evaluates expressions with
+an `Expressions` (semantics/evaluate.py) whose host it is, and the fields of its frames with
+semantics/fields.py (whole frames: semantics/complete.py)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from astral_dsl.diagnostics import (Diagnostic, DiagnosticError, Severity, Span, did_you_mean,
-                                    excerpt)
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
-from astral_dsl.semantics.assumptions import asked, param_assumed, reading_defaults
+from astral_dsl.semantics.assumptions import reading_defaults
+from astral_dsl.semantics.brought_in import asked
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
-from astral_dsl.semantics import complete, fields
+from astral_dsl.semantics import complete, defaults, fields, module_values
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
 from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.arguments import Deferred, bind, memo_key, override
-from astral_dsl.semantics.fields import _Given, _poison_check
-from astral_dsl.semantics.frames import Env, FieldDef, Frame, used_at
-from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
+from astral_dsl.semantics.fields import _Given
+from astral_dsl.semantics.frames import Env, FieldDef, Frame
+from astral_dsl.semantics.scope import ModuleScope, Template
 from astral_dsl.syntax import ast
-from astral_dsl.units import Quantity
 
 MAX_DEPTH = 64
 
@@ -49,13 +49,14 @@ class Instantiator:
         self.step_limit = 0           # steps at which evaluate.py looks again (_at_limit)
         self.overrides = overrides or {}
         self.entry = entry
-        self._module_busy: set = set()
+        self.module_busy: set = set()    # (id(scope), name): module values being evaluated
         self.defaulting: set = set()      # parameter defaults being evaluated (arguments.bind)
         self._duplicates: set = set()     # spans of fields set twice in a block, said once
         self.assumptions_said: set = set()    # (assumption, place): W216 said (assumptions.py)
         self.defaulted: list = []    # assumed defaults bound, until their instance is made
         self.assumed_defaults: list = []    # ... and those their instances read
-        self.asked: Dict[int, dict] = {}    # id(frame) -> who asked for it (assumptions.py)
+        self.asked: Dict[int, dict] = {}    # id(frame) -> who asked for it (brought_in.py)
+        self.brought: list = []    # (frame, W212): said at each of its places (defaults.py)
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
@@ -93,6 +94,7 @@ class Instantiator:
 
     def complete_all(self) -> None:
         complete.complete_all(self)
+        defaults.report(self)
 
     def constructs(self, d: FieldDef) -> bool:
         return fields.constructs(self, d)
@@ -115,66 +117,9 @@ class Instantiator:
             pass
         return default
 
-    # -- module-level params and lets -------------------------------------------------------------------
-    def module_value(self, symbol, span: Span):
-        scope = symbol.module
-        name = symbol.node.name.name
-        if name in scope.values:
-            return scope.values[name]
-        key = (id(scope), name)
-        if key in self._module_busy:
-            fail("E404", f"`{name}` is defined in terms of itself", span,
-                 "break the cycle: one of the values must not refer back")
-        self._module_busy.add(key)
-        try:
-            value = self.guarded(lambda: self._module_value(symbol))
-        finally:
-            self._module_busy.discard(key)
-        scope.values[name] = value
-        return _poison_check(value)
-
-    def _module_value(self, symbol):
-        node = symbol.node
-        env = Env(symbol.module)
-        if isinstance(symbol, ParamSymbol) and symbol.module is self.entry \
-                and node.name.name in self.overrides:
-            value = self.overrides[node.name.name]
-            span = node.default.span
-            if node.type is None:
-                default = self.eval(node.default, env)
-                if isinstance(default, Quantity) and not (
-                        isinstance(value, Quantity) and value.dims == default.dims
-                        and value.point == default.point):
-                    fail("E310", f"--set {node.name.name}: expected a {default.describe()} like "
-                                 f"the default `{default}`, got {_shown(value)}", span,
-                         ("write it without quotes" if isinstance(value, str) else
-                          "give it in a unit of the default's dimension") +
-                         f", e.g. `--set {node.name.name}={default}`")
-                if isinstance(default, (bool, str)) and type(value) is not type(default):
-                    from astral_dsl.model.values import show, type_name
-
-                    fail("E310", f"--set {node.name.name}: expected a {type_name(default)} like "
-                                 f"the default {show(default)}, got {excerpt(show(value), 60)}", span,
-                         ("give `true` or `false`" if isinstance(default, bool) else
-                          "give a string in double quotes (quoted for the shell)") +
-                         f", e.g. `--set {node.name.name}={show(default)}`")
-        else:
-            value = self.eval(node.value if isinstance(symbol, LetSymbol) else node.default, env)
-            span = (node.value if isinstance(symbol, LetSymbol) else node.default).span
-        if isinstance(symbol, ParamSymbol):
-            overridden = symbol.module is self.entry and node.name.name in self.overrides
-            try:
-                value = self.annotated(node.type, value, span, f"parameter `{node.name.name}`")
-            except DiagnosticError as exc:
-                if not overridden:
-                    raise
-                d = exc.diagnostic
-                fail("E310", f"--set {node.name.name}: {d.message}", span, d.hint)
-            if not overridden:
-                param_assumed(self, node, value)
-        if self.trace is not None:
-            self.trace.module_value(symbol, value)
-        return value
+    # -- module-level params and lets: their values (semantics/module_values.py, as a method: no
+    # call more a level of a chain of lets) -----------------------------------------------------------
+    module_value = module_values.module_value
 
     def annotated(self, type_ident, value, span, what):
         if type_ident is None:
@@ -214,7 +159,6 @@ class Instantiator:
                  "a template that instantiates itself with changing arguments never ends")
         frame = self._make(template, params, overrides, depth, origins)
         frame.called_at = span
-        frame.used_at = used_at(used_in or caller, span)
         frame.asked_in = used_in or caller
         self.memo[key] = frame
         if self.isolator is not None:
@@ -393,10 +337,3 @@ class Instantiator:
             return frame
         return reading_defaults(self, lay)
 
-
-def _shown(value) -> str:
-    """A value given with --set as a message shows it: a string in its quotes, else in backticks."""
-    from astral_dsl.model.values import show
-
-    said = excerpt(show(value), 60)         # a 120 KB value is not echoed back whole
-    return said if isinstance(value, str) else f"`{said}`"

@@ -38,7 +38,7 @@ def _version() -> str:
     entries (read as text: a tree from the cache needs neither Lark nor the builders imported)."""
     here = Path(__file__).parent
     parts = [resources.grammar_text(), lark_version()]
-    for name in ("ast.py", "build.py", "reduce.py", "astcache.py", "lazy.py"):
+    for name in ("ast.py", "build.py", "literals.py", "reduce.py", "astcache.py", "lazy.py"):
         parts.append((here / name).read_text(encoding="utf-8"))
     return usercache.key_digest(*parts)
 

@@ -5,7 +5,7 @@ current-step compute with next-step communication"): each attention layer runs `
 before each of the first cp - 1 every rank sends its key/value block to the next rank of its CP
 group (the backward: the key/value blocks and their gradients) while its attention kernel runs
 on the block it holds; the next step's kernel waits for the block. Seer prices it so
-(seer/lower_attention.py `_cp_attention`: a side operator on the `cp` stream per step, joined by
+(seer/lower_ring.py `_cp_attention`: a side operator on the `cp` stream per step, joined by
 the next step's kernel; torchtitan's all-gather: one operator beside the first step), and the
 drill replays those operators where Seer's template puts them and for the time it prices them:
 nothing is priced again here.
