@@ -59,7 +59,11 @@ FLEX_FROM = (25, 9)
 # refuses DeepEP off compute capability 8 and 9 ("DeepEP is supported for Ampere (SM80) and
 # Hopper (SM90) GPUs") and whose DeepSeek-V3 provider keeps `moe_token_dispatcher_type =
 # "alltoall"` (0.2.0rc6 models/deepseek/deepseek_provider.py:76, the shared experts overlapped
-# with it, :78, which Seer does not price). NeMo 26.02 is taken to be the first container with
+# with it, :78, which Seer does not price). On GB200 Megatron-Bridge 0.3.x refuses DeepEP as
+# well (0.3.0 and 0.3.1 training/flex_dispatcher_backend.py allow Blackwell by the names "NVIDIA
+# B200" and "NVIDIA B300" alone), so a GB200 row of 25.11 keeps the alltoall dispatcher whichever
+# Megatron-Bridge it ran (runs/loss_recipe.py and router_recipe.py read 25.11 with 0.3.1's
+# recipes, an assumption of their own). NeMo 26.02 is taken to be the first container with
 # Megatron-Core 0.16 (an ASSUMPTION: its rows are read with HybridEP, as before).
 HYBRIDEP_FROM = (26, 2)
 # From this release on the NVIDIA fp8, MXFP8 and current-scaling rows keep their linear weights
