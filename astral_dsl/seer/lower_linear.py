@@ -102,14 +102,9 @@ class LinearOps:
         casts torch.compile computes once (common subexpressions). `chunks`: a row-parallel
         layer's GEMM split with its reduce-scatter (`ring`); one fed by an all-gather it is split
         with (_tp_gather) is split with it."""
-        if self.fp8:
-            extra = self.cast[0 if norm_fed else 1]
-            if extra:
-                rows = self.sp_tokens if norm_fed and self.ag_quantised else m
-                self._ew(b, name + " quantise", extra * rows * k * batch, layer,
-                         kernels=self.split_kernels(batch, streams))
-            if gather is not None:
-                self._amax_tp(b, name, layer)
+        self._quantise(b, name, m, k, layer, batch, norm_fed, streams)
+        if self.fp8 and gather is not None:
+            self._amax_tp(b, name, layer)
         op = self._tp_gather(b, gather, layer, k) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
         if op is not None:            # split with its all-gather
@@ -120,6 +115,15 @@ class LinearOps:
             self._overlap(b, op, g)
             b.pending.append(op)
         return g
+
+    def _quantise(self, b, name, m, k, layer, batch=1.0, norm_fed=False, streams=None):
+        """The cast of a quantised linear layer's [m, k] input before its GEMM (`_linear`);
+        nothing for a 16-bit job."""
+        extra = self.cast[0 if norm_fed else 1] if self.fp8 else 0
+        if extra:
+            rows = self.sp_tokens if norm_fed and self.ag_quantised else m
+            self._ew(b, name + " quantise", extra * rows * k * batch, layer,
+                     kernels=self.split_kernels(batch, streams))
 
     def _amax_tp(self, b, name, layer):
         """Current scaling's amax of a sequence-parallel layer's gathered operand (a
