@@ -39,6 +39,14 @@ CAST_BYTES_BLACKWELL = {"delayed": (0.0, 3.0), "current": (3.0, 5.0)}
 # 2 and writes 2 (the other casts 6, as CAST_BYTES)
 CAST_BYTES_NORM_AMAX = {"current": (4.0, 6.0)}
 
+# torch's micro-pipelined TP (async TP) runs its TP GEMM steps on two streams, the current one
+# and a backend stream, alternately, "In addition to computation/communication overlapping, the
+# strategy allows for computation/computation overlapping, greatly reducing quantization
+# inefficiency" (torch 2.6.0 distributed/_symmetric_memory/__init__.py,
+# _pipelined_multi_all_gather_and_consume and _pipelined_produce_and_all2all): two steps' GEMMs
+# share the GPU at a time, their tiles counted together (costs.Costs.gemm `streams`)
+RING_STREAMS = 2
+
 
 def cast_bytes(job, arch: str):
     """(norm-fed, other) HBM bytes per element of a quantised job's casts (CAST_BYTES) on GPU
@@ -75,12 +83,14 @@ class LinearOps:
         """A GEMM [m, k] x [k, n]; `parts`: run as separate GEMMs over these shares of its
         output columns n, or (`inner`) of its inner dimension k, each writing the whole output
         (the caller sums them: `_linear_bwd`); `chunks`: each run as that many GEMMs of
-        1/chunks of its rows, one after another (`ring`)."""
+        1/chunks of its rows (`ring`), RING_STREAMS at a time."""
         t = f = nb = 0.0
+        if chunks > 1:
+            batch, streams = batch * chunks, RING_STREAMS
         for p in parts or (1.0,):
             dims = (m / chunks, n, k * p) if inner else (m / chunks, n * p, k)
             tp, fp, bp = self.c.gemm(name.split(" ")[0], *dims, batch, fp8, streams, expert)
-            t, f, nb = t + chunks * tp, f + chunks * fp, nb + chunks * bp
+            t, f, nb = t + tp, f + fp, nb + bp
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         if self.c.table is not None:          # the operator as the trace shows it, whole
             whole = self.c.measured(name, shape, fp8)
