@@ -72,3 +72,14 @@ def test_the_backward_is_shorter_by_at_least_the_fc2_gemm_it_drops():
     fc2 = [o.dur for o in eager.ops if o.name == "recompute fc2"]
     assert len(fc2) == LLAMA.layers
     assert eager.compute - compiled.compute > sum(fc2)
+
+
+def test_hardware_flops_leave_the_dropped_fc2_out():
+    """HFU's recomputed FLOPs: the eager block's less the compiled one's are fc2's multiply-adds,
+    2 x 4,096 x 14,336 a token of each of the 2 layers."""
+    from astral_dsl.seer.forecast import hardware_flops
+    eager = job(tp=8, recompute="full", compiled=False)
+    compiled = job(tp=8, recompute="full")
+    tokens = eager.global_batch * eager.seq
+    assert hardware_flops(eager) - hardware_flops(compiled) == pytest.approx(
+        tokens * 2 * 2 * 4096 * 14336)

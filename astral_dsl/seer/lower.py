@@ -104,9 +104,6 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         # input (torchtitan 0.1.0 models/llama3/model/model.py, Attention and FeedForward), where
         # Megatron-Core fuses each group into one GEMM (linear_qkv, linear_fc1)
         self.separate = job.framework == "torchtitan"
-        # torch.compile'd full recomputation re-runs only what the backward reads (lower_dense.py
-        # `_mlp_block_fwd`: a dense layer's fc2, its TP reduction and last residual sum are not)
-        self.pruned_recompute = job.framework == "torchtitan" and job.torch_compile
         # torchtitan's async TP (torch.compile's micro-pipelined TP: torch 2.7 distributed/
         # _symmetric_memory/__init__.py, _fused_all_gather_matmul_impl and
         # _fused_matmul_reduce_scatter_impl) runs a GEMM beside its all-gather or reduce-scatter

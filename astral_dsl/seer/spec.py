@@ -182,6 +182,13 @@ class JobSpec:
         return self.recompute == "selective" and self.framework == "torchtitan"
 
     @property
+    def pruned_recompute(self) -> bool:
+        """A torch.compile'd torchtitan block, whose full recomputation re-runs only what its
+        backward reads: not a dense layer's fc2, its TP reduction nor its last residual sum
+        (lower_dense.py `_mlp_block_fwd`; forecast.hardware_flops)."""
+        return self.framework == "torchtitan" and self.torch_compile
+
+    @property
     def gradient_dtype(self) -> str:
         """The gradient buffer and reduction precision: declared, else Megatron-LM's default
         for the dtype: fp32 main gradients with bf16 (`accumulate_allreduce_grads_in_fp32` is
