@@ -123,7 +123,7 @@ def hardware_flops(job: JobSpec) -> float:
     extra = 0.0
     whole = frozenset(full_recompute(job))
     m = job.model
-    fc2 = 2.0 * m.hidden * m.ffn if job.pruned_recompute else 0.0
+    fc2 = 2.0 * m.hidden * m.ffn if job.compiled_blocks else 0.0
     up = 0.0
     mlp = 2.0 * m.mats * m.hidden * m.ffn \
         if "mlp" in job.recomputed and job.recompute != "full" else 0.0

@@ -46,7 +46,7 @@ class DenseOps:
 
     def _mlp_block_fwd(self, b, L, pre):
         """The MLP sub-block's forward: its norm, the dense MLP or MoE layer, the residual sum.
-        Recomputed under torch.compile (JobSpec.pruned_recompute: torchtitan's full activation
+        Recomputed under torch.compile (JobSpec.compiled_blocks: torchtitan's full activation
         checkpointing of a compiled block), a dense layer's ends at fc2's quantised input: AOT
         Autograd's partitioner builds the backward graph from the saved values to the gradients
         alone (torch 2.6.0 _functorch/partitioners.py, min_cut_rematerialization_partition ->
@@ -59,7 +59,7 @@ class DenseOps:
         m, elem, tokens = self.job.model, self.elem, self.tokens
         h = m.hidden
         self._norm_fwd(b, pre + ("post-attn norm" if m.layer_kind(L) == "T" else "input norm"), L)
-        if pre and self.job.pruned_recompute and not m.is_moe(L):
+        if pre and self.job.compiled_blocks and not m.is_moe(L):
             self._dense_mlp_fwd(b, L, pre, tail=False)
             return
         if m.is_moe(L):
