@@ -133,3 +133,24 @@ def test_pytorch_passes_the_fp32_key_and_value_gradients_on_after_every_step():
     assert all(ops[s].deps == (m,) for s, m in zip(sends, merges))
     after = next(o for o in ops[merges[-1] + 1:] if o.stream == "compute")
     assert sends[-1] in after.deps
+
+
+def test_a_compiled_blocks_ring_waits_for_each_transfer_where_it_is_issued():
+    """Traced into a compiled block a functional collective is waited for at once (torch 2.6.0
+    _functional_collectives.py `_maybe_wrap_tensor`: `wait_tensor` while tracing; Inductor's
+    `reorder_for_compute_comm_overlap` off): step 0's kernel waits for the all-gather of the
+    7 other blocks (forward and backward), and each step's backward kernel for the fp32
+    gradients the previous step sent on. Eager, as the test above: only step 1 waits for the
+    gather, and the kernels for no gradients."""
+    for phase, name in (("F", "flash attention"), ("B", "flash attention bwd")):
+        ops, _, _ = _ring("torchtitan", compiled=True, phase=phase)
+        ring = [i for i, o in enumerate(ops) if o.stream == "cp"]
+        kernels = [i for i, o in enumerate(ops) if o.name == name]
+        assert ring[0] in ops[kernels[0]].deps
+        assert ops[kernels[0]].start >= ops[ring[0]].end
+        if phase == "B":
+            assert all(ring[k] in ops[kernels[k]].deps for k in range(1, 8))
+        eager, _, _ = _ring("torchtitan", phase=phase)
+        first = next(i for i, o in enumerate(eager) if o.stream == "cp")
+        step0 = next(o for o in eager if o.name == name)
+        assert first not in step0.deps

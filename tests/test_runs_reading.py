@@ -263,20 +263,44 @@ def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
     assert su_gpus(SYSTEMS["DGX-GB200"], 16) == 512 and su_gpus(SYSTEMS["DGX-GB200"], None) == 576
 
 
-def test_deepseek_v3_dispatches_with_hybridep_on_every_gpu_from_nemo_25_09():
+def test_deepseek_v3_dispatches_with_hybridep_on_every_gpu_from_nemo_26_02():
     """Megatron-Bridge's DeepSeek-V3 recipes (0.3.1 on) ask for HybridEP, which
-    apply_flex_dispatcher_backend keeps on Hopper and B200 too (stacks.HYBRID_EP_MODELS);
-    GPT-OSS's H100 row keeps the alltoall dispatcher (its recipes': runs/moe_recipe.py), the
-    token-drop variant the alltoall dispatcher, a row before NeMo 25.09 the alltoall
-    dispatcher."""
+    apply_flex_dispatcher_backend keeps on Hopper and B200 too (stacks.HYBRID_EP_MODELS), from
+    NeMo 26.02 (Megatron-Core 0.16, the first with HybridEP: releases.HYBRIDEP_FROM); NeMo
+    25.09's H100 row (r164) runs DeepEP; GPT-OSS's H100 row keeps the alltoall dispatcher (its
+    recipes': runs/moe_recipe.py), the token-drop variant the alltoall dispatcher, a row before
+    NeMo 25.09 the alltoall dispatcher."""
     from astral_dsl.runs.stacks import stack_of
 
     rows = [_row("r164"), _row("r064"), _row("r156"), _row("r137"), _row("r001"),
             _row("r164", id="old", source_version="NeMo 25.07 container")]
     t = parse_table(_csv(rows), "t.csv")
     got = {r.id: dict(stack_of(r, True, 1, 4, 8).fields).get("moe_dispatcher") for r in t.runs}
-    assert got == {"r164": "hybridep", "r064": "hybridep", "r156": None, "r137": None,
+    assert got == {"r164": "deepep", "r064": "hybridep", "r156": None, "r137": None,
                    "r001": "hybridep", "old": None}
+
+
+def test_a_dropless_blackwell_row_before_nemo_26_02_dispatches_with_alltoall():
+    """NeMo 25.09's and 25.11's code has no HybridEP (Megatron-Core < 0.16) and runs DeepEP on
+    Ampere and Hopper only (Megatron-Bridge 0.2.0rc6 training/deepep.py): NeMo 25.11's
+    DeepSeek-V3 on GB200 (r121) dispatches with the provider's alltoall dispatcher and says
+    why; the same row on B200 too, from NeMo 26.02 HybridEP; on H100 DeepEP."""
+    from astral_dsl.runs.moe_recipe import before_flex_on_blackwell
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r121"), _row("r121", id="b200", system="DGX-B200", gpu="B200"),
+            _row("r121", id="new", source_version="NeMo 26.02 container (Megatron-Bridge)"),
+            _row("r121", id="h100", system="DGX-H100", gpu="H100-SXM5-80GB")]
+    t = parse_table(_csv(rows), "t.csv")
+    stacks = {r.id: stack_of(r, True, 1, 4, 4) for r in t.runs}
+    got = {k: dict(s.fields).get("moe_dispatcher") for k, s in stacks.items()}
+    assert got == {"r121": None, "b200": None, "new": "hybridep", "h100": "deepep"}
+    said = [a for a in stacks["r121"].assumed if "no HybridEP" in a]
+    assert len(said) == 1 and "DeepEP on Ampere and Hopper only" in said[0]
+    assert not any("flex token dispatcher" in a for a in stacks["r121"].assumed)
+    assert before_flex_on_blackwell("gb200", (26, 2)) is None
+    assert before_flex_on_blackwell("h100sxm580gb", (25, 11)) is None
+    assert before_flex_on_blackwell("b200", None) is None
 
 
 def test_gpt_oss_keeps_the_alltoall_dispatcher_but_in_mxfp8_on_gb200():
@@ -334,8 +358,9 @@ def test_nemo2_moe_performance_recipes_drop_tokens_padded_to_capacity():
     which adds MegatronTokenDropCallback (capacity factor 1, inputs padded: nemo_toolkit 2.3.0 /
     2.4.0 recipes/mixtral_8x7b.py:226, llama4_e16.py:241; Qwen3's scripts from 2.4.0):
     runs/moe_recipe.py. Mixtral (r185, 25.04) and Llama 4 Scout (r193, 25.07) are read so; the
-    same models in Megatron-Bridge's 25.09 container are not unless labelled (r166's label);
-    Qwen3 only from 25.07; DeepSeek-V3 of 25.07 not (its script drops tokens on Blackwell only,
+    same models in Megatron-Bridge's 25.09 container are not unless labelled (r166's label; on
+    GB200 that container's dropless rows keep the alltoall dispatcher: no HybridEP before
+    Megatron-Core 0.16, runs/releases.py HYBRIDEP_FROM); Qwen3 only from 25.07; DeepSeek-V3 of 25.07 not (its script drops tokens on Blackwell only,
     not read). Mixtral's experts of NeMo 2.x run as SequentialMLP (`grouped_gemm = false`)."""
     from astral_dsl.runs.stacks import stack_of
 
@@ -355,7 +380,7 @@ def test_nemo2_moe_performance_recipes_drop_tokens_padded_to_capacity():
     padded, none = (1.0, True, None, None), (None, None, None, None)
     # NeMo 2.x's Mixtral runs its experts as SequentialMLP (moe_grouped_gemm left off)
     assert got == {"r185": (1.0, True, None, False), "r193": padded, "r166": padded,
-                   "bridge": (None, None, "hybridep", None), "qwen_2504": none,
+                   "bridge": none, "qwen_2504": none,
                    "qwen_2507": padded, "dsv3_2507": none}
 
 

@@ -139,3 +139,19 @@ def test_the_embeddings_reduce_scatter_is_not_split():
                      .with_(tp_overlap="full"), "F", layer=-1)
         rs = emb["embedding reduce-scatter"]
         assert rs.start >= emb["embedding"].end - 1e-12
+
+
+def test_two_tp_steps_share_the_gpu_at_a_time():
+    """torch runs the steps' GEMMs on two streams alternately ("computation/computation
+    overlapping, greatly reducing quantization inefficiency": _symmetric_memory/__init__.py),
+    so out proj's 8 steps of 2,048 x 4,096 x 512 count the tiles of two at a time: 2 x 16 x 16
+    = 512 tiles of 128 x 256 against 132 SMs, four rounds of two launches' cost each."""
+    from astral_dsl.seer.costs import K_HALF, KERNEL_S
+    low, fwd = ops(asynctp(), "F")
+    cal = low.c.cal
+    eff = cal.gemm_eff_hopper * 512 / (512 + K_HALF) * 512 / (512 + cal.gemm_waves * 132)
+    want = 2 * TOKENS * 4096 * 512 / (989e12 * eff) + 4 * KERNEL_S
+    rs = comm.reduce_scatter(NET, low.groups["tp"], ACT)
+    assert fwd["out proj"].dur == pytest.approx(want + cal.interfere * rs)
+    one = eff / (512 / (512 + cal.gemm_waves * 132)) * 256 / (256 + cal.gemm_waves * 132)
+    assert want < 2 * TOKENS * 4096 * 512 / (989e12 * one) + 8 * KERNEL_S   # one at a time

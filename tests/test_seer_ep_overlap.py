@@ -130,3 +130,25 @@ def test_the_rows_read_their_recipes_overlap():
         "this row has pp = 8 and none")
     assert recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 8), 4, 4)[1].endswith(
         "for the model, GPU and precision sets it")
+
+
+def test_nemo_26_06_rows_read_the_recipe_with_their_graphs():
+    """NeMo 26.06 (Megatron-Bridge 0.5.0) is read with 0.6.2's performance recipe: the overlap
+    comes in the one function that turns on the full-iteration CUDA graphs Seer reads from 26.06
+    (releases.MOE_GRAPHS_FROM), and 26.06's rows ran as fast as 26.08's at one layout. r021
+    (26.06) and r010 (26.06.01), DeepSeek-V3 on GB200 in MXFP8 at r001's layout, overlap as r001
+    does and say it is an assumption; 26.04.01's r038 does not."""
+    from astral_dsl.runs.releases import MOE_GRAPHS_FROM
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r021"), _row("r010"), _row("r038"), _row("r001")]
+    t = parse_table(_csv(rows), "t.csv")
+    got = {r.id: dict(stack_of(r, True, r.count("tp", 1), r.count("pp", 1), 4).fields)
+           ["ep_overlap"] for r in t.runs}
+    assert got == {"r021": True, "r010": True, "r038": False, "r001": True}
+    on_26_06 = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", MOE_GRAPHS_FROM, 4, 4)
+    assert on_26_06[0] and "taken to hold from 26.06" in on_26_06[1]
+    assert "taken to hold" not in recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 8), 4,
+                                                    4)[1]
+    off = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 4), 4, 4)
+    assert not off[0] and "0.2.0rc6 to 0.4.0" in off[1]

@@ -125,7 +125,8 @@ def test_async_tp_splits_the_overlapped_gemms_into_tp_steps():
     """torchtitan's async TP (torch.compile's micro-pipelined TP) runs the GEMM beside an
     all-gather or reduce-scatter as TP GEMMs of 1/TP of the rows: with TP 8, wq, wk, wv of
     512, 128 and 128 columns on 1/8 of the 16,384 rows, eight times; out proj before its
-    reduce-scatter likewise. Megatron-LM's `tp_overlap = full` keeps whole GEMMs."""
+    reduce-scatter likewise, two steps at a time (torch's two streams: RING_STREAMS).
+    Megatron-LM's `tp_overlap = full` keeps whole GEMMs."""
     j = job(tp=8, recompute="none").with_(tp_overlap="full")
     low, fwd = ops_of(j, "F")
     c, rows = low.c, TOKENS / 8
@@ -135,10 +136,10 @@ def test_async_tp_splits_the_overlapped_gemms_into_tp_steps():
     ag = comm.all_gather(NET, low.groups["tp"], TOKENS * 4096 * 2)
     rs = comm.reduce_scatter(NET, low.groups["tp"], TOKENS * 4096 * 2)
     assert fwd["qkv"].dur == pytest.approx(
-        8 * sum(c.gemm("qkv", rows, n, 4096)[0] for n in (512, 128, 128))
+        sum(c.gemm("qkv", rows, n, 4096, 8, streams=2)[0] for n in (512, 128, 128))
         + low.c.cal.interfere * ag)
     assert fwd["out proj"].dur == pytest.approx(
-        8 * c.gemm("out", rows, 4096, 512)[0] + low.c.cal.interfere * rs)
+        c.gemm("out", rows, 4096, 512, 8, streams=2)[0] + low.c.cal.interfere * rs)
     mega, mfwd = ops_of(job(framework="megatron", tp=8, recompute="none")
                         .with_(tp_overlap="full"), "F")
     assert mega.ring == 1

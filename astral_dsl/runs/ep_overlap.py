@@ -11,13 +11,21 @@ ship the library recipes alone (recipes/<model>/), which leave it off for every 
 qwen/qwen3_moe.py and gpt_oss/gpt_oss.py never set it). NeMo 2.0's wheel (nemo_toolkit 2.0.0) has
 no such setting, nor have NeMo 25.04's and 25.07's performance scripts (nemo_toolkit 2.3.0 and
 2.4.0, scripts/performance/llm/) or their Megatron-Core (0.12.0 and 0.13.0 have no such option:
-it came later). So every row from NeMo
-25.09 (the flex dispatcher's release, releases.FLEX_FROM) on is read with what Megatron-Bridge
-0.6.2's performance recipe for its model, GPU and precision sets, an ASSUMPTION for the
-releases before (each such row says so in its `assumed` list), and the rows before 25.09 without
-the overlap. The container of each Megatron-Bridge release is inferred from the release dates
-in its README (0.4.0 on 2026-04-16, 0.5.0 on 2026-06-22 as "the NeMo 26.06 training stack"):
-0.6.2 is taken to be NeMo 26.08's.
+it came later). The container of each Megatron-Bridge release is
+inferred from the release dates in its README (0.4.0 on 2026-04-16, 0.5.0 on 2026-06-22 as "the
+NeMo 26.06 training stack"): 0.6.2 is taken to be NeMo 26.08's. The rows from NeMo 26.06 on are
+read with what 0.6.2's performance recipe for their model, GPU and precision sets, an
+ASSUMPTION for 26.06's own rows (each says so in its `assumed` list): where 0.6.2 turns the
+overlap on in MXFP8 it does so in the one function that also turns on the full-iteration CUDA
+graphs (deepseek/common.py _enable_deepseek_full_iteration_mxfp8, qwen/common.py
+_enable_hybridep_full_iteration_mxfp8, gpt_oss/common.py
+_apply_gpt_oss_120b_full_iter_fp8mx_configs), and Seer reads those graphs from NeMo 26.06 on
+(releases.MOE_GRAPHS_FROM, read off the tables' step-up between 26.04.01 and 26.06); the tables
+bear it out, 26.06's and 26.08's rows of one layout running alike (on GB200 in MXFP8:
+DeepSeek-V3 4,969 and 4,912 tokens/s a GPU, GPT-OSS 120B 28,947 and 28,672, Qwen3 30B-A3B
+40,706 and 39,936). The rows before 26.06 are read without it (Megatron-Core's default): their
+own performance recipes are not available and the library recipes of their time leave it off;
+NeMo 2.x's before 25.09 have no such option.
 
 Megatron-Bridge 0.6.2 perf_recipes (file:line of the setting, all with delay_wgrad_compute):
 - DeepSeek-V3, GB200, MXFP8: deepseek/gb200/deepseek_v3.py:157 calls
@@ -45,6 +53,8 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
+from astral_dsl.runs.releases import MOE_GRAPHS_FROM
+
 # (model label prefix as stacks._n, GPU, precision families) of the Megatron-Bridge 0.6.2
 # performance recipes that turn the overlap on (module docstring, file:line there)
 EP_OVERLAP_ON = (
@@ -57,9 +67,11 @@ EP_OVERLAP_ON = (
     ("qwen3235ba22b", "h100", ("bf16", "fp8")),  # qwen/h100/qwen3_moe.py:147, 199
 )
 SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
-# the release taken to ship Megatron-Bridge 0.6.2 (module docstring): the first whose own
-# performance recipe is available
-OWN_FROM = (26, 8)
+# the first release read with Megatron-Bridge 0.6.2's performance recipe (NeMo 26.08's own, taken
+# to hold from 26.06 with the full-iteration CUDA graphs it turns on together: module docstring)
+OWN_FROM = MOE_GRAPHS_FROM
+# the release taken to ship Megatron-Bridge 0.6.2 (module docstring), whose recipe is read
+OWN_RECIPE = (26, 8)
 # the first Megatron-Bridge container (releases.FLEX_FROM): NeMo 2.x's before it ran Megatron-Core
 # 0.12 (25.04) and 0.13 (25.07), which have no overlap_moe_expert_parallel_comm (module docstring)
 NEMO2_BEFORE = (25, 9)
@@ -70,9 +82,10 @@ def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
     """(ep_overlap, what the row is taken to have run) of an NVIDIA MoE row: `label` its
     model as stacks._n, `gpu` gb200 | b200 | h100 | "", `family` its precision's dtype
     (runs/precision.precision_of), `release` (year, month) or None, `pp` and `vp` its layout. A row of
-    a release before 0.6.2's is read without the overlap: its own performance recipe is not
-    available, and what is (Megatron-Bridge's library recipes of 0.2.0rc6 to 0.5.0, NeMo 2.0)
-    leaves it off; the row says whether 0.6.2's recipe would set it."""
+    a release before NeMo 26.06 is read without the overlap: its own performance recipe is not
+    available, and what is (Megatron-Bridge's library recipes of 0.2.0rc6 to 0.4.0, NeMo 2.0)
+    leaves it off; the row says whether 0.6.2's recipe would set it. A row of 26.06 is read with
+    0.6.2's (module docstring) and says so."""
     what = f"{SOURCE} for the model, GPU and precision"
     on = any(label.startswith(model) and gpu == where and family in families
              for model, where, families in EP_OVERLAP_ON)
@@ -83,8 +96,11 @@ def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
         later = f"; {what} sets it" if on else ""
         return False, (f"no expert all-to-all overlap (Megatron-Core's default): this "
                        f"release's performance recipe is not available and the library recipes "
-                       f"of its time (Megatron-Bridge 0.2.0rc6 to 0.5.0, NeMo 2.0) leave it "
+                       f"of its time (Megatron-Bridge 0.2.0rc6 to 0.4.0, NeMo 2.0) leave it "
                        f"off{later}")
+    if release < OWN_RECIPE:
+        what += (" (NeMo 26.08's, taken to hold from 26.06 with the full-iteration CUDA graphs "
+                 "it turns on together)")
     if not on:
         return False, (f"no expert all-to-all overlap (Megatron-Core's default), as {what} "
                        f"leaves it")

@@ -48,6 +48,8 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
+from astral_dsl.runs.releases import HYBRIDEP_FROM
+
 # (model label prefix as precision.squeezed, first NeMo 2.x release whose performance recipe
 # drops tokens): module docstring, file:line there
 NEMO2_TOKEN_DROP = (
@@ -130,6 +132,18 @@ def recipe_alltoall(label: str, gpu: str, dtype: str) -> Optional[str]:
                     "0.6.2 performance recipes, HybridEP on GB200 in MXFP8 only: "
                     "runs/moe_recipe.py)")
     return None
+
+
+def before_flex_on_blackwell(gpu: str, release: Optional[Tuple[int, int]]) -> Optional[str]:
+    """Why a dropless Megatron-Bridge MoE row on `gpu` (precision.squeezed) from the NeMo
+    container `release` dispatches with the alltoall dispatcher: a Blackwell row of a release
+    before releases.HYBRIDEP_FROM, whose code has no HybridEP and runs DeepEP on Ampere and
+    Hopper only; None otherwise."""
+    if release is None or release >= HYBRIDEP_FROM or not any(g in gpu for g in ("b200", "b300")):
+        return None
+    return ("Megatron-Core's alltoall token dispatcher (NCCL all-to-all): this release's "
+            "Megatron-Core (< 0.16) has no HybridEP and its Megatron-Bridge (0.1/0.2 line, "
+            "training/deepep.py) runs DeepEP on Ampere and Hopper only (runs/releases.py)")
 
 
 def recipe_hybridep(label: str, gpu: str, dtype: str, layout: Tuple[int, int, int]) -> bool:

@@ -44,10 +44,28 @@ TITAN_STAGES_PER_RANK = 2
 # settings.
 MOE_GRAPHS_FROM = (26, 6)
 # From NeMo 25.09 (Megatron-Core 0.14) the MoE performance recipes dispatch tokens with the
-# "flex" dispatcher: DeepEP's kernels across nodes, HybridEP's on GB200 NVL72 (Megatron-Core's
-# moe_token_dispatcher_type = flex); before, with NCCL's all-to-all. An assumption: the tables
-# do not name the dispatcher.
+# "flex" dispatcher: DeepEP's kernels across nodes, HybridEP's on GB200 NVL72 from
+# HYBRIDEP_FROM (Megatron-Core's moe_token_dispatcher_type = flex); before, with NCCL's
+# all-to-all. An assumption: the tables do not name the dispatcher.
 FLEX_FROM = (25, 9)
+# Before this release the flex dispatcher is DeepEP's alone, and only on Ampere and Hopper, so
+# a dropless MoE row on Blackwell dispatches with the model's alltoall dispatcher. Megatron-Core
+# gained HybridEP and its backend switch in 0.16.0 (transformer/transformer_config.py:682,
+# `moe_flex_dispatcher_backend`; 0.15.0 has `moe_enable_deepep` alone, :558), whose wheel, and
+# Megatron-Bridge 0.3.0's, were built on 2026-02-26; the Megatron-Bridge of NeMo 25.09 and 25.11
+# is taken to be the 0.1/0.2 line (0.1.0rc4 of 2025-10-23 requires megatron-core < 0.15,
+# 0.2.0rc6 of 2025-10-06 < 0.16; no 0.2 release came after it, 0.3.0 next), whose
+# training/deepep.py (validate_deepep, called by training/config.py: 0.2.0rc6 line 1171)
+# refuses DeepEP off compute capability 8 and 9 ("DeepEP is supported for Ampere (SM80) and
+# Hopper (SM90) GPUs") and whose DeepSeek-V3 provider keeps `moe_token_dispatcher_type =
+# "alltoall"` (0.2.0rc6 models/deepseek/deepseek_provider.py:76, the shared experts overlapped
+# with it, :78, which Seer does not price). On GB200 Megatron-Bridge 0.3.x refuses DeepEP as
+# well (0.3.0 and 0.3.1 training/flex_dispatcher_backend.py allow Blackwell by the names "NVIDIA
+# B200" and "NVIDIA B300" alone), so a GB200 row of 25.11 keeps the alltoall dispatcher whichever
+# Megatron-Bridge it ran (runs/loss_recipe.py and router_recipe.py read 25.11 with 0.3.1's
+# recipes, an assumption of their own). NeMo 26.02 is taken to be the first container with
+# Megatron-Core 0.16 (an ASSUMPTION: its rows are read with HybridEP, as before).
+HYBRIDEP_FROM = (26, 2)
 # From this release on the NVIDIA fp8, MXFP8 and current-scaling rows keep their linear weights
 # as fp8 parameters (`fp8_params`): Megatron-Bridge's precision configs (training/
 # mixed_precision.py, 0.2.0 to 0.6.2, `fp8_param_gather = True`) and NeMo 2.0's (nemo_toolkit

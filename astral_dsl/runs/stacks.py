@@ -18,10 +18,12 @@ from astral_dsl.runs.ep_overlap import recipe_ep_overlap
 from astral_dsl.runs.loss_recipe import recipe_cross_entropy
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
-from astral_dsl.runs.moe_recipe import (recipe_alltoall, recipe_hybridep, recipe_token_drop,
-                                        recipe_fusions, sequential_experts)
+from astral_dsl.runs.moe_recipe import (before_flex_on_blackwell, recipe_alltoall,
+                                        recipe_hybridep, recipe_token_drop, recipe_fusions,
+                                        sequential_experts)
 from astral_dsl.runs.releases import (FA2_BEFORE, FLEX_FROM, FP8_PARAMS_FROM, FSDP_NO_FP8_PARAMS,
-                                      MOE_GRAPHS_FROM, MXFP8_GATHER_AFTER_STEP, release_of)
+                                      HYBRIDEP_FROM, MOE_GRAPHS_FROM, MXFP8_GATHER_AFTER_STEP,
+                                      release_of)
 from astral_dsl.runs.router_recipe import recipe_router_fusion
 from astral_dsl.runs.system_spec import System
 
@@ -262,14 +264,16 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                                    "GEMMs after another (NeMo 2.x's Mixtral config leaves "
                                    "moe_grouped_gemm off: runs/moe_recipe.py)")
                 if release is not None and release >= FLEX_FROM and not tokendrop:
-                    kept = recipe_alltoall(_n(row.model), _n(row.gpu), dtype)
+                    kept = recipe_alltoall(_n(row.model), _n(row.gpu), dtype) or \
+                        before_flex_on_blackwell(_n(row.gpu), release)
                     if kept:
                         assumed.append(kept)
                     else:
-                        gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu) or \
+                        gb = release >= HYBRIDEP_FROM and (
+                            "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu) or
                             _n(row.model).startswith(HYBRID_EP_MODELS) or recipe_hybridep(
                                 _n(row.model), gpu_key(row.gpu), dtype,
-                                (tp, pp, row.count("ep", 1)))
+                                (tp, pp, row.count("ep", 1))))
                         fields["moe_dispatcher"] = "hybridep" if gb else "deepep"
                         assumed.append(f"the flex token dispatcher ("
                                        f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' "

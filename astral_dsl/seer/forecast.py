@@ -118,10 +118,12 @@ def hardware_flops(job: JobSpec) -> float:
     up-projections: 2 (q_lora q_width + kv_lora heads (head + value width)) a token; with `mlp`,
     a dense layer's MLP: 2 mats hidden ffn; torchtitan's every second matmul: the key
     projection, the output projection without TP and a gated MLP's w3, as lower.py re-runs
-    them)."""
+    them; a compiled torchtitan block's full recomputation without a dense layer's fc2, which
+    lower_dense.py `_mlp_block_fwd` leaves out)."""
     extra = 0.0
     whole = frozenset(full_recompute(job))
     m = job.model
+    fc2 = 2.0 * m.hidden * m.ffn if job.compiled_blocks else 0.0
     up = 0.0
     mlp = 2.0 * m.mats * m.hidden * m.ffn \
         if "mlp" in job.recomputed and job.recompute != "full" else 0.0
@@ -136,7 +138,7 @@ def hardware_flops(job: JobSpec) -> float:
     for L in range(m.layers + m.mtp_layers):
         lin, attn = flops(L)
         if L in whole:
-            extra += lin + attn
+            extra += lin + attn - (fc2 if m.dense_mlp(L) else 0.0)
         elif job.recompute == "selective" and job.attention == "unfused":
             extra += attn
         else:

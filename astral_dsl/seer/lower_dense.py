@@ -45,19 +45,34 @@ class DenseOps:
         self._ew(b, name, (3 * self.elem + (1 if m.gpt else 0)) * self.sp_tokens * m.hidden, L)
 
     def _mlp_block_fwd(self, b, L, pre):
+        """The MLP sub-block's forward: its norm, the dense MLP or MoE layer, the residual sum.
+        Recomputed under torch.compile (JobSpec.compiled_blocks: torchtitan's full activation
+        checkpointing of a compiled block), a dense layer's ends at fc2's quantised input: AOT
+        Autograd's partitioner builds the backward graph from the saved values to the gradients
+        alone (torch 2.6.0 _functorch/partitioners.py, min_cut_rematerialization_partition ->
+        _extract_fwd_bwd_modules -> _extract_graph_with_inputs_outputs, "all dead code is
+        eliminated"), and no gradient reads fc2's output nor the block's: its GEMM, TP
+        reduction and residual sum are not re-run; fc2's weight gradient reads the quantised
+        input, saved by torchao's matmul (0.7.0 float8_linear.py
+        manual_float8_matmul_with_args_in_float8: save_for_backward(input_fp8, ...)), so its
+        cast is. An MoE layer's expert outputs feed its router's gradient: recomputed whole."""
         m, elem, tokens = self.job.model, self.elem, self.tokens
         h = m.hidden
         self._norm_fwd(b, pre + ("post-attn norm" if m.layer_kind(L) == "T" else "input norm"), L)
+        if pre and self.job.compiled_blocks and not m.is_moe(L):
+            self._dense_mlp_fwd(b, L, pre, tail=False)
+            return
         if m.is_moe(L):
             self._moe_fwd(b, L, pre)
         else:
             self._dense_mlp_fwd(b, L, pre)
         self._residual(b, pre + "residual", L)
 
-    def _dense_mlp_fwd(self, b, L, pre):
+    def _dense_mlp_fwd(self, b, L, pre, tail=True):
         """A dense MLP from its (normalised) input: fc1 after its TP all-gather, the activation,
         fc2 and its TP reduction (recomputed whole, collectives included, by Megatron-Core's
-        `mlp` recompute module: transformer/mlp.py under tensor_parallel.checkpoint)."""
+        `mlp` recompute module: transformer/mlp.py under tensor_parallel.checkpoint); without
+        its `tail`, fc2's input cast alone (`_mlp_block_fwd`)."""
         m, elem, tokens, h = self.job.model, self.elem, self.tokens, self.job.model.hidden
         F = m.ffn / self.tp
         self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
@@ -65,6 +80,9 @@ class DenseOps:
         self._clamp(b, pre + "activation clamp", tokens * F * (m.mats - 1), L)
         self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
                  kind=m.activation)
+        if not tail:
+            self._quantise(b, pre + "fc2", tokens, F, L)
+            return
         self._linear(b, pre + "fc2", tokens, h, F, L, chunks=self.ring)
         self._tp_out(b, pre + "mlp", L)
 

@@ -39,6 +39,14 @@ CAST_BYTES_BLACKWELL = {"delayed": (0.0, 3.0), "current": (3.0, 5.0)}
 # 2 and writes 2 (the other casts 6, as CAST_BYTES)
 CAST_BYTES_NORM_AMAX = {"current": (4.0, 6.0)}
 
+# torch's micro-pipelined TP (async TP) runs its TP GEMM steps on two streams, the current one
+# and a backend stream, alternately, "In addition to computation/communication overlapping, the
+# strategy allows for computation/computation overlapping, greatly reducing quantization
+# inefficiency" (torch 2.6.0 distributed/_symmetric_memory/__init__.py,
+# _pipelined_multi_all_gather_and_consume and _pipelined_produce_and_all2all): two steps' GEMMs
+# share the GPU at a time, their tiles counted together (costs.Costs.gemm `streams`)
+RING_STREAMS = 2
+
 
 def cast_bytes(job, arch: str):
     """(norm-fed, other) HBM bytes per element of a quantised job's casts (CAST_BYTES) on GPU
@@ -75,12 +83,14 @@ class LinearOps:
         """A GEMM [m, k] x [k, n]; `parts`: run as separate GEMMs over these shares of its
         output columns n, or (`inner`) of its inner dimension k, each writing the whole output
         (the caller sums them: `_linear_bwd`); `chunks`: each run as that many GEMMs of
-        1/chunks of its rows, one after another (`ring`)."""
+        1/chunks of its rows (`ring`), RING_STREAMS at a time."""
         t = f = nb = 0.0
+        if chunks > 1:
+            batch, streams = batch * chunks, RING_STREAMS
         for p in parts or (1.0,):
             dims = (m / chunks, n, k * p) if inner else (m / chunks, n * p, k)
             tp, fp, bp = self.c.gemm(name.split(" ")[0], *dims, batch, fp8, streams, expert)
-            t, f, nb = t + chunks * tp, f + chunks * fp, nb + chunks * bp
+            t, f, nb = t + tp, f + fp, nb + bp
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         if self.c.table is not None:          # the operator as the trace shows it, whole
             whole = self.c.measured(name, shape, fp8)
@@ -102,14 +112,9 @@ class LinearOps:
         casts torch.compile computes once (common subexpressions). `chunks`: a row-parallel
         layer's GEMM split with its reduce-scatter (`ring`); one fed by an all-gather it is split
         with (_tp_gather) is split with it."""
-        if self.fp8:
-            extra = self.cast[0 if norm_fed else 1]
-            if extra:
-                rows = self.sp_tokens if norm_fed and self.ag_quantised else m
-                self._ew(b, name + " quantise", extra * rows * k * batch, layer,
-                         kernels=self.split_kernels(batch, streams))
-            if gather is not None:
-                self._amax_tp(b, name, layer)
+        self._quantise(b, name, m, k, layer, batch, norm_fed, streams)
+        if self.fp8 and gather is not None:
+            self._amax_tp(b, name, layer)
         op = self._tp_gather(b, gather, layer, k) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
         if op is not None:            # split with its all-gather
@@ -120,6 +125,15 @@ class LinearOps:
             self._overlap(b, op, g)
             b.pending.append(op)
         return g
+
+    def _quantise(self, b, name, m, k, layer, batch=1.0, norm_fed=False, streams=None):
+        """The cast of a quantised linear layer's [m, k] input before its GEMM (`_linear`);
+        nothing for a 16-bit job."""
+        extra = self.cast[0 if norm_fed else 1] if self.fp8 else 0
+        if extra:
+            rows = self.sp_tokens if norm_fed and self.ag_quantised else m
+            self._ew(b, name + " quantise", extra * rows * k * batch, layer,
+                     kernels=self.split_kernels(batch, streams))
 
     def _amax_tp(self, b, name, layer):
         """Current scaling's amax of a sequence-parallel layer's gathered operand (a

@@ -22,7 +22,12 @@ class RingOps:
         its own shape and its partial results merged (_cp_steps); Transformer Engine merges
         the forward's outputs after the last step and the backward's gradients after each,
         once the block that carries the key and value gradients on has arrived ("wait until
-        dKV is received"); PyTorch merges after each step."""
+        dKV is received"); PyTorch merges after each step. Traced into a compiled block
+        (JobSpec.compiled_blocks) a functional collective is waited for where it is issued:
+        torch 2.6.0 distributed/_functional_collectives.py `_maybe_wrap_tensor` returns
+        `wait_tensor(self)` while tracing, and Inductor keeps that order unless
+        `reorder_for_compute_comm_overlap` (_inductor/config.py, default False; torchtitan
+        0.1.0 never sets it) moves it: the ring's transfers overlap no kernel."""
         gather = self.job.framework == "torchtitan"
         if gather and backward:
             self._torch_ring_bwd(b, name, ring, kv, L)
@@ -35,7 +40,10 @@ class RingOps:
             if i < self.cp - 1 and (i == 0 or not gather):  # with this step's kernel, for the next
                 dur, nb = (step * (self.cp - 1), kv * (self.cp - 1)) if gather else (step, kv)
                 nxt = b.add(Op(ring, "comm", "cp", dur, 0.0, nb, "cp", L), chain=False)
-                b.pending.remove(nxt)
+                if self.job.compiled_blocks:
+                    nxt = None                            # waited for by this step's kernel
+                else:
+                    b.pending.remove(nxt)
             if held is not None:
                 b.pending.append(held)
             b.add(Op(*kernel))
@@ -60,22 +68,26 @@ class RingOps:
         merge waiting for the block the previous rank sent after its own step, and the last
         block waited for after the last step (`dkv_rotater.next_buffer()`), with no kernel
         left to hide it. `kv`: the bytes of a 16-bit key and value block and its gradients,
-        those of an fp32 gradient block."""
+        those of an fp32 gradient block. In a compiled block each is waited for where it is
+        issued (_cp_attention): the gathered blocks by the first step, the gradients by the
+        next."""
         cp, group = self.cp, self.groups["cp"]
+        waited = self.job.compiled_blocks
         half = kv / 2                                     # the 16-bit keys and values
         gathered = b.add(Op(ring, "comm", "cp", comm.p2p(self.net, group, half) * (cp - 1),
                             0.0, half * (cp - 1), "cp", L), chain=False)
-        b.pending.remove(gathered)
+        if not waited:
+            b.pending.remove(gathered)
         send, sent = comm.p2p(self.net, group, kv), None
         for i, (kernel, merge) in enumerate(self._cp_steps(name, L, True)):
-            if i == 1:
+            if i == 1 and not waited:
                 b.pending.append(gathered)                # next_buffer(): the gathered blocks
             b.add(Op(*kernel))
-            if sent is not None:
+            if sent is not None and not waited:
                 b.pending.append(sent)                    # the previous rank's gradients
             self._ew(b, *merge)
             sent = b.add(Op(ring + " grad", "comm", "cp", send, 0.0, kv, "cp", L), chain=False)
-            if i < cp - 1:
+            if i < cp - 1 and not waited:
                 b.pending.remove(sent)                    # the last stays: waited for next
 
     def _ring_kv_heads(self) -> int:

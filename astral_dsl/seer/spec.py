@@ -182,6 +182,15 @@ class JobSpec:
         return self.recompute == "selective" and self.framework == "torchtitan"
 
     @property
+    def compiled_blocks(self) -> bool:
+        """torchtitan's blocks torch.compile'd: their full recomputation re-runs only what the
+        backward reads, not a dense layer's fc2, its TP reduction nor its last residual sum
+        (AOT Autograd's partitioner: lower_dense.py `_mlp_block_fwd`; forecast.hardware_flops),
+        and a collective traced in them is waited for at once (Inductor: lower_attention.py
+        `_cp_attention`)."""
+        return self.framework == "torchtitan" and self.torch_compile
+
+    @property
     def gradient_dtype(self) -> str:
         """The gradient buffer and reduction precision: declared, else Megatron-LM's default
         for the dtype: fp32 main gradients with bf16 (`accumulate_allreduce_grads_in_fp32` is
