@@ -240,6 +240,17 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
         return check(workspace, None, scenarios, all_scenarios, baseline)
 
 
+def accepted_apart(diagnostics, design):
+    """(the diagnostics to report in their order, the warnings the design's `allow`s accept),
+    each once: as `astral check` keeps them apart, for a command that prints a design's
+    diagnostics beside its own result (no stale `allow` is said: the check was not run)."""
+    from astral_dsl.model.allows import accept, once
+
+    split = accept(once(diagnostics), design.allows, complete=False)
+    taken = {id(a.diagnostic) for a in split.accepted}
+    return [d for d in once(diagnostics) if id(d) not in taken], split.accepted
+
+
 def unreadable(design) -> bool:
     return any(d.code == "E100" or (d.code == "E108" and d.span is None)
                for d in design.diagnostics)
