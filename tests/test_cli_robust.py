@@ -125,6 +125,35 @@ def test_a_design_named_dash_is_a_usage_error_saying_only_fmt_reads_stdin():
     assert (p.returncode, p.stdout) == (0, source)
 
 
+def test_an_output_named_dash_is_a_usage_error_and_writes_no_file_named_dash(tmp_path):
+    """Every command wrote its file, or --netbox its folder, under the name `-` in the
+    working directory: `astral forecast x --trace - | jq` left a 16 MB file `-` there and
+    nothing on the pipe; `report -o -`, `synth -o -`, `check --write-baseline -` alike."""
+    design = str(REPO / "examples" / "tutorial_rack.astral")
+    table = str(REPO / "astral_dsl" / "seer" / "calibration" / "a100.csv")
+    for args, flag in ((["forecast", design, "--trace", "-"], "--trace"),
+                       (["forecast", design, "--ranks=-"], "--ranks"),
+                       (["forecast", design, "--plot", "-", "--format", "json"], "--plot"),
+                       (["report", design, "-o", "-"], "-o"),
+                       (["render", design, "--output", "-"], "-o"),
+                       (["synth", design, "-o", "-"], "-o"),
+                       (["diagnose", design, "--observed", "x", "-o", "-"], "-o"),
+                       (["check", design, "--write-baseline", "-"], "--write-baseline"),
+                       (["export", design, "--netbox", "-"], "--netbox"),
+                       (["search", design, "-o", "-"], "-o"),
+                       (["sweep", design, "--grid", "servers=3", "-o", "-"], "-o"),
+                       (["calibrate", table, "-o", "-"], "-o"),
+                       (["calibrate", table, "--docs", "-"], "--docs")):
+        p = astral(*args, cwd=tmp_path)
+        what = "folder" if flag == "--netbox" else "file"
+        reason = (f"{flag} -: {flag} names the {what} it writes, and `-` is not standard "
+                  f"output: name the {what} (`./-` for one named `-`)")
+        assert (p.returncode, p.stderr) == (2, f"astral: error: {reason}\n"), (args, p.stderr)
+        assert list(tmp_path.iterdir()) == [], args
+        if "json" in args:
+            assert json.loads(p.stdout)["usage_error"] == reason
+
+
 def test_diff_json_is_the_common_envelope_with_either_sides_errors_once(tmp_path):
     rack = _design(tmp_path)
     # both sides with a fifth server: the same errors on each side, listed once

@@ -264,6 +264,11 @@ def _main(argv: Optional[List[str]]) -> int:
         if args.command != "fmt" and _reads_stdin(args):
             return usage("`-` (standard input): only `astral fmt` reads it; give the file of "
                          "the design or runs table (`./-` for a file named `-`)")
+        dash = _writes_dash(args)
+        if dash is not None:
+            what = "folder" if dash == "--netbox" else "file"
+            return usage(f"{dash} -: {dash} names the {what} it writes, and `-` is not standard "
+                         f"output: name the {what} (`./-` for one named `-`)")
         command = importlib.import_module(f"astral_dsl.cli.{args.command}")
         code = command.run(args, overrides)
         sys.stdout.flush()          # here, so that a full disk is told as below
@@ -322,6 +327,18 @@ def _reads_stdin(args) -> bool:
         if value == "-" or (isinstance(value, list) and "-" in value):
             return True
     return False
+
+
+# the options that name a file a command writes (each command's own), by their argparse dest
+_WRITTEN = (("output", "-o"), ("trace", "--trace"), ("ranks", "--ranks"), ("plot", "--plot"),
+            ("write_baseline", "--write-baseline"), ("netbox", "--netbox"), ("docs", "--docs"))
+
+
+def _writes_dash(args) -> Optional[str]:
+    """The option whose file to write is named `-` (standard output, by convention), or None:
+    every command wrote a file named `-` in the working directory (`astral forecast x --trace -
+    | jq` left 16 MB there and nothing on the pipe)."""
+    return next((flag for name, flag in _WRITTEN if getattr(args, name, None) == "-"), None)
 
 
 def _internal_error(exc: Exception) -> None:
