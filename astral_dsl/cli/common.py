@@ -241,14 +241,12 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
 
 
 def accepted_apart(diagnostics, design):
-    """(the diagnostics to report in their order, the warnings the design's `allow`s accept),
-    each once: as `astral check` keeps them apart, for a command that prints a design's
-    diagnostics beside its own result (no stale `allow` is said: the check was not run)."""
-    from astral_dsl.model.allows import accept, once
+    """(the diagnostics to report, the warnings the design's `allow`s accept): as `astral
+    check` keeps them apart, for a command that prints a design's diagnostics beside its own
+    result (model/allows.py apart)."""
+    from astral_dsl.model.allows import apart
 
-    split = accept(once(diagnostics), design.allows, complete=False)
-    taken = {id(a.diagnostic) for a in split.accepted}
-    return [d for d in once(diagnostics) if id(d) not in taken], split.accepted
+    return apart(diagnostics, design.allows)
 
 
 def unreadable(design) -> bool:
