@@ -454,6 +454,30 @@ def test_report_interrupted_while_writing_leaves_no_temporary_file(tmp_path, mon
     assert list(tmp_path.iterdir()) == []
 
 
+def test_forecast_interrupted_while_writing_its_trace_leaves_the_trace_there_was(tmp_path,
+                                                                                 monkeypatch):
+    """The trace is written as its events are made (megabytes, seconds): Ctrl-C then left half a
+    trace, JSON cut in the middle, over the whole one the last run had written. Now the old
+    trace stays, and nothing else is left."""
+    from astral_dsl.outputs.forecast import trace
+
+    out = tmp_path / "trace.json"
+    out.write_text('{"traceEvents":[]}', encoding="utf-8")
+
+    def interrupted(*args, **kwargs):       # Ctrl-C once the events are written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trace, "_head", interrupted)
+    p = astral("forecast", "tests/fixtures/diagnose/tiny.astral", "--trace", out)
+    assert p.returncode == 130, p.stdout + p.stderr
+    assert out.read_text(encoding="utf-8") == '{"traceEvents":[]}'
+    assert list(tmp_path.iterdir()) == [out]
+    monkeypatch.undo()
+    p = astral("forecast", "tests/fixtures/diagnose/tiny.astral", "--trace", out)
+    assert p.returncode == 0 and json.loads(out.read_text(encoding="utf-8"))["traceEvents"]
+    assert list(tmp_path.iterdir()) == [out]
+
+
 def test_render_dpi_outside_its_range_or_for_another_format_is_a_usage_error(tmp_path):
     for dpi in ("0", "-5", "601"):           # -5 made a 32,766 x 32,767 picture
         p = astral("render", "examples/tutorial_rack.astral", "-o", tmp_path / "r.png", "--dpi",
