@@ -478,6 +478,49 @@ def test_forecast_interrupted_while_writing_its_trace_leaves_the_trace_there_was
     assert list(tmp_path.iterdir()) == [out]
 
 
+def test_synth_interrupted_while_writing_leaves_no_drill_of_some_ranks(tmp_path, monkeypatch):
+    """A drill's traces (one per rank) and its rank log are written for seconds: Ctrl-C left
+    some ranks' traces, which `astral diagnose` read as a job with ranks missing (or beside an
+    earlier drill's as one job), or half a log. Now all or nothing: the folder it made goes,
+    a folder of the user's keeps what it held."""
+    from astral_dsl.synth import write
+
+    real = write._trace
+
+    def interrupted(s, rank, *args):        # Ctrl-C with the first rank's trace written
+        if rank == 1:
+            raise KeyboardInterrupt
+        return real(s, rank, *args)
+
+    monkeypatch.setattr(write, "_trace", interrupted)
+    design = "tests/fixtures/diagnose/tiny.astral"
+    p = astral("synth", design, "-o", tmp_path / "drill")
+    assert p.returncode == 130 and list(tmp_path.iterdir()) == [], p.stdout + p.stderr
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "rank-0.json.gz").write_bytes(b"an earlier drill's")
+    (mine / "notes.txt").write_text("mine")
+    p = astral("synth", design, "-o", mine)
+    assert p.returncode == 130
+    assert sorted(f.name for f in mine.iterdir()) == ["notes.txt", "rank-0.json.gz"]
+    assert (mine / "rank-0.json.gz").read_bytes() == b"an earlier drill's"
+    log = tmp_path / "drill.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s,peer,op\n")
+    monkeypatch.setattr(write, "_formatted", lambda *args: (_ for _ in ()).throw(
+        KeyboardInterrupt))
+    p = astral("synth", design, "-o", log)
+    assert p.returncode == 130
+    assert log.read_text() == "rank,iteration,phase,start_s,duration_s,peer,op\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["drill.csv", "mine"]
+    monkeypatch.undo()
+    p = astral("synth", design, "-o", mine)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ranks = sorted(f.name for f in mine.iterdir() if f.name.startswith("rank-"))
+    assert len(ranks) == int(p.stdout.split(" ranks x ")[0].split()[-1].replace(",", ""))
+    assert (mine / "notes.txt").read_text() == "mine" and len(list(mine.iterdir())) == \
+        len(ranks) + 1
+
+
 def test_render_dpi_outside_its_range_or_for_another_format_is_a_usage_error(tmp_path):
     for dpi in ("0", "-5", "601"):           # -5 made a 32,766 x 32,767 picture
         p = astral("render", "examples/tutorial_rack.astral", "-o", tmp_path / "r.png", "--dpi",
