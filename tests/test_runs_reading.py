@@ -114,6 +114,29 @@ def test_virtual_stages_without_a_pipeline_blame_the_vp_column():
     assert p.reason.startswith("E760: ") and "pp = 1" in p.reason
 
 
+def test_experts_and_experts_per_token_are_given_together_or_lent_by_the_stdlib():
+    """k22b_sel (GPT-22B, dense, its architecture in the row) given 8 experts and no moe_topk
+    was forecast with top_k 1 unsaid (the language's default) at +584 % and fitted on; given a
+    moe_topk and no experts, the moe_topk was dropped unsaid. A stdlib MoE model named without
+    its architecture lends its own (r001: DeepSeek-V3's 8 of 256)."""
+    rows = [_row("k22b_sel", id="experts", moe_experts="8"),
+            _row("k22b_sel", id="topk", moe_topk="2"),
+            _row("k22b_sel", id="both", moe_experts="8", moe_topk="2"),
+            _row("k22b_sel", id="dense")]
+    got = {p.row.id: (p.status, p.field, p.reason) for p in prepare(parse_table(_csv(rows),
+                                                                                "t.csv"))}
+    assert got["experts"] == ("not_expressible", "moe_topk", (
+        "the row gives 8 experts (moe_experts) but not how many each token is routed to "
+        "(`moe_topk`): give it"))
+    assert got["topk"] == ("not_expressible", "moe_topk", (
+        "moe_topk = 2 but the model has no experts (no `moe_experts`, nor stdlib.models "
+        "GPT_22B): give both, or neither for a dense model"))
+    assert got["both"][0] == got["dense"][0] == "ok"
+    (p,) = prepare(parse_table(_csv([_row("r001", id="named", layers="", hidden="", heads="",
+                                          kv_heads="", ffn_hidden="", moe_topk="")]), "t.csv"))
+    assert p.status == "ok", (p.field, p.reason)
+
+
 def test_a_sharding_group_must_divide_the_ranks_it_shards():
     # r212 (NeMo AutoModel, FSDP2): 64 GPUs, cp 2, its fsdp 32 the DP ranks. A group of
     # 1,000,000 (or 3) GPUs was read as `on` and forecast as the row's own; 64 = DP x CP is
