@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, accepted_apart, add_common,
-                                   add_schema, colour, open_path, plot_failure, plotted, print_diagnostics,
-                                   schema_first, unreadable, usage, design_written_over,
-                                   written_over)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, accepted_apart,
+                                   add_common, add_schema, colour, open_path, plot_failure,
+                                   plotted, print_diagnostics, schema_first, unreadable, usage,
+                                   design_written_over, written_over)
 from astral_dsl.regularfile import output
 
 NAME = "forecast"
