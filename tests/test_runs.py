@@ -145,7 +145,7 @@ def test_bad_cells_reject_their_row_with_the_field_and_why_and_keep_the_others()
                                                    "k22b_full"]
     problems = [r.problems for r in t.runs]
     assert problems[0] == (("tp", "2.5 is not a whole number"),)
-    assert problems[1] == (("gpus", "-8 is outside 1 - 1e+09"),)
+    assert problems[1] == (("gpus", "-8 is outside 1 - 1,000,000,000"),)
     assert problems[2] == (("step_time_s", "inf is not a finite number"),)
     assert problems[3] == (("layers", "`many` is not a number"),)
     assert problems[4] == ()
@@ -177,7 +177,7 @@ def test_each_rejected_cell_is_e777_at_its_line_and_column_with_a_hint():
          f"row `frac` is rejected: row: {len(COLUMNS) + 1} cells for {len(COLUMNS)} columns"),
         ("E777", 4, 1, 13 + len(COLUMNS) - 3,
          "row `frac` is rejected: id: `frac` is also the id of line 2")]
-    assert t.rejected[0].hint.startswith("a whole number from 1 to 65536")
+    assert t.rejected[0].hint.startswith("a whole number from 1 to 65,536")
     assert t.rejected[1].hint.startswith("a finite number from 1e-06 to 1e+09")
     assert "quote a cell that holds a comma" in t.rejected[2].hint
 

@@ -49,6 +49,16 @@ def test_a_comma_is_a_thousands_separator_only_between_groups_of_three_digits():
         ("rejected", "tokens_per_s_per_gpu"), ("rejected", "gbs")]
 
 
+def test_a_count_outside_its_range_is_said_with_its_digits():
+    """`vocab: 1.07374e+09` was the bound said for 2^30, `hidden: 1.67772e+07` for 2^24."""
+    rows = [_row("k22b_full", id="vocab", vocab="1e23"),
+            _row("k22b_full", id="hidden", hidden="20,000,000"),
+            _row("k22b_full", id="fsdp", fsdp="-2")]
+    assert _problems(rows) == {"vocab": (("vocab", "1e+23 is outside 1 - 1,073,741,824"),),
+                               "hidden": (("hidden", "20,000,000 is outside 1 - 16,777,216"),),
+                               "fsdp": (("fsdp", "-2 is outside 0 - 1,000,000,000"),)}
+
+
 def test_a_rows_tokens_per_s_and_step_time_must_be_one_measurement():
     # r117: 128 x 8,192 tokens a step on 8 GPUs in 4.16 s = 31,507.7 tokens/s per GPU, as it
     # publishes (31,508). A step rounded to 4.2 s (31,207.6: 1 % off) is read; "3,87" written

@@ -139,11 +139,10 @@ def _cell(name: str, raw: str) -> Tuple[Optional[float], Optional[str]]:
     if name in COUNTS:
         if value != int(value):
             return None, f"{raw.strip()} is not a whole number"
-        if name == "fsdp":
-            if value < 0 or value > COUNTS[name]:
-                return None, f"{value:g} is outside 0 - {COUNTS[name]:g}"
-        elif value < 1 or value > COUNTS[name]:
-            return None, f"{value:g} is outside 1 - {COUNTS[name]:g}"
+        low = 0 if name == "fsdp" else 1
+        if not low <= value <= COUNTS[name]:     # said as counts: 1.07374e+09 was 2^30
+            shown = f"{int(value):,}" if abs(value) < 1e15 else f"{value:g}"
+            return None, f"{shown} is outside {low} - {COUNTS[name]:,.0f}"
         return float(int(value)), None
     low, high = RATES[name]
     if not low <= value <= high:
@@ -264,7 +263,7 @@ def _hint(field: str, why: str = "") -> str:
         return REJECT_HINTS[field]
     if field in COUNTS:
         low = 0 if field == "fsdp" else 1
-        return (f"a whole number from {low} to {COUNTS[field]:g}, `n/a` where the run does not "
+        return (f"a whole number from {low} to {COUNTS[field]:,.0f}, `n/a` where the run does not "
                 "use the dimension, or empty (docs/runs.md)")
     low, high = RATES.get(field, (0.0, 0.0))
     return (f"a finite number from {low:g} to {high:g} (a decimal point, commas only between "
