@@ -127,6 +127,27 @@ def test_a_highlight_of_suspects_of_the_wrong_types_is_a_usage_error(tmp_path, s
         proc.stderr
 
 
+def test_a_diagnosis_of_a_job_the_design_does_not_declare_is_a_usage_error(tmp_path):
+    """`astral report tutorial_rack.astral --diagnosis d.json`, d.json a diagnosis of another
+    design's job, wrote a page saying "The design declares no job" above that job's verdict and
+    suspects as the design's own."""
+    tiny = REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"
+    drill, diagnosis = tmp_path / "drill.csv", tmp_path / "d.json"
+    assert astral("synth", str(tiny), "-o", str(drill)).returncode == 0
+    assert astral("diagnose", str(tiny), "--observed", str(drill), "-o",
+                  str(diagnosis)).returncode == 0
+    proc = astral("report", str(TUTORIAL), "-o", str(tmp_path / "r.html"), "--diagnosis",
+                  str(diagnosis), "--color", "never")
+    _no_internal_error(proc)
+    assert proc.returncode == 2 and not (tmp_path / "r.html").exists()
+    assert proc.stderr == (f"astral: error: --diagnosis: `{diagnosis}` diagnoses job `two`, "
+                           f"which {TUTORIAL} does not declare (it declares no job): a "
+                           f"diagnosis of another design\n")
+    proc = astral("report", str(tiny), "-o", str(tmp_path / "r.html"), "--diagnosis",
+                  str(diagnosis), "--color", "never")
+    assert proc.returncode == 0 and (tmp_path / "r.html").exists(), proc.stderr
+
+
 def test_a_runs_table_that_is_a_device_is_e766(tmp_path):
     """`astral runs` on a FIFO blocked; on a device it read 64 MiB (/dev/null: an empty table)."""
     from astral_dsl.runs.table import read_table
