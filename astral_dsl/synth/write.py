@@ -17,7 +17,7 @@ from typing import Dict, List, Optional
 import attrs
 import numpy as np
 
-from astral_dsl.regularfile import created
+from astral_dsl.regularfile import created, not_a_link
 from astral_dsl.synth.generator import OPS, PHASE_NAMES, Synthetic
 from astral_dsl.outputs.whole import whole
 
@@ -222,10 +222,12 @@ def write_traces(s: Synthetic, directory: str, compress: bool = True) -> List[st
     one is written (a drill's thousand traces take seconds: Ctrl-C left some of them, which
     `astral diagnose` read as a job with missing ranks, or beside an earlier drill's as one
     job); when that fails, the folder goes, and `directory` too if it was made here."""
+    names = [f"rank-{r}.json" + (".gz" if compress else "") for r in range(s.world)]
     made = not os.path.isdir(directory)
     os.makedirs(directory, exist_ok=True)
+    for name in names:          # a link named as a trace is refused, as `created` refuses it
+        not_a_link(os.path.join(directory, name))
     staging = tempfile.mkdtemp(prefix=".astral-", dir=directory)
-    names = [f"rank-{r}.json" + (".gz" if compress else "") for r in range(s.world)]
     try:
         order = _order(s)
         bounds = np.searchsorted(s.rank[order], np.arange(s.world + 1))
@@ -239,7 +241,7 @@ def write_traces(s: Synthetic, directory: str, compress: bool = True) -> List[st
                 with (gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0,
                                     filename="") if compress else raw) as fh:
                     fh.write(data)
-        for name in names:      # a link named as a trace is replaced, never followed
+        for name in names:      # (a link put there since is replaced, never followed)
             os.replace(os.path.join(staging, name), os.path.join(directory, name))
         os.rmdir(staging)
     except BaseException:        # a disk full, Ctrl-C
