@@ -534,6 +534,18 @@ def test_render_dpi_outside_its_range_or_for_another_format_is_a_usage_error(tmp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_fmt_reads_no_more_of_stdin_than_of_a_file():
+    """`astral fmt -` read standard input whole: `< /dev/zero` filled the memory (E000), 300 MB
+    of text took 0.9 GB; a file past 16 MiB is refused unread, and so is stdin past it now."""
+    from astral_dsl.cli.fmt import MAX_FILE_BYTES
+
+    p = astral("fmt", "-", input=b"x" * (MAX_FILE_BYTES + 1))
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == "error[E100]: cannot read `-`: larger than 16 MiB\n"
+    p = astral("fmt", "-", input=b"param x =   1\n" + b" " * (MAX_FILE_BYTES - 14))
+    assert (p.returncode, p.stdout) == (0, "param x = 1\n"), p.stderr
+
+
 def test_fmt_stdin_to_an_ascii_stdout_writes_the_source_in_utf8():
     source = 'param x = 4 // caf\u00e9 \u2014 40 \u00b5s\nsite S {  }\n'
     from astral_dsl.fmt import format_text
