@@ -71,10 +71,39 @@ def test_plot_into_a_missing_folder_or_an_unknown_format_is_a_usage_error(tmp_pa
     for args in (["forecast", str(pod)], sweep):
         p = astral(*args, "--plot", str(missing))
         assert p.returncode == 2, p.stderr
-        assert f"--plot: cannot write `{missing}`: No such file or directory" in p.stderr
+        # refused before any work: the folder is not there
+        assert p.stderr == (f"astral: error: --plot: cannot write `{missing}`: there is no "
+                            f"folder `{missing.parent}`\n")
         assert "E000" not in p.stderr and "Traceback" not in p.stderr
         p = astral(*args, "--plot", str(tmp_path / "it.txt"))
         assert p.returncode == 2 and "Format 'txt' is not supported" in p.stderr, p.stderr
+
+
+def test_an_output_with_no_folder_or_that_is_a_folder_is_refused_before_any_work(tmp_path,
+                                                                                  monkeypatch):
+    """`calibrate ... -o fits/new.json` with no folder `fits` fitted for two minutes, then said
+    it could not write the fit; diagnose and search alike after their work."""
+    from astral_dsl.runs import accuracy
+
+    def fitted(*args, **kwargs):
+        raise AssertionError("the runs were fitted before the output was checked")
+
+    monkeypatch.setattr(accuracy, "calibrate", fitted)
+    table = str(REPO / "astral_dsl" / "seer" / "calibration" / "a100.csv")
+    pod = str(REPO / "examples" / "single_pod.astral")
+    nowhere = tmp_path / "fits" / "new.json"
+    for args, flag, path in (
+            (["calibrate", table, "-o", nowhere], "-o", nowhere),
+            (["diagnose", pod, "--observed", "run", "-o", nowhere], "-o", nowhere),
+            (["search", pod, "-o", tmp_path / "no" / "top.csv"], "-o", tmp_path / "no" / "top.csv"),
+            (["forecast", pod, "--trace", tmp_path], "--trace", tmp_path),
+            (["check", pod, "--write-baseline", tmp_path], "--write-baseline", tmp_path)):
+        p = astral(*args)
+        said = (f"it is a folder (name a file in it)" if path == tmp_path else
+                f"there is no folder `{path.parent}`")
+        assert (p.returncode, p.stdout) == (2, ""), args
+        assert p.stderr == f"astral: error: {flag}: cannot write `{path}`: {said}\n", args
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_plot_without_an_extension_names_the_file_matplotlib_writes(tmp_path):
@@ -259,7 +288,8 @@ def test_report_writes_whole_or_nothing_and_never_touches_a_file_of_the_users(tm
     folder.mkdir()
     p = astral("report", "examples/tutorial_rack.astral", "-o", folder)
     assert p.returncode == 2
-    assert p.stderr == f"astral: error: cannot write `{folder}`: Is a directory\n"
+    assert p.stderr == (f"astral: error: -o: cannot write `{folder}`: it is a folder (name a "
+                        f"file in it)\n")
     # nothing left behind: the folder, the page and the user's file only
     assert sorted(x.name for x in tmp_path.iterdir()) == ["a folder", "review.html",
                                                           "review.html.tmp"]
