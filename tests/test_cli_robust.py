@@ -97,6 +97,8 @@ def test_an_output_with_no_folder_or_that_is_a_folder_is_refused_before_any_work
             (["diagnose", pod, "--observed", "run", "-o", nowhere], "-o", nowhere),
             (["search", pod, "-o", tmp_path / "no" / "top.csv"], "-o", tmp_path / "no" / "top.csv"),
             (["forecast", pod, "--trace", tmp_path], "--trace", tmp_path),
+            (["synth", pod, "-o", tmp_path / "no" / "drill.csv"], "-o",
+             tmp_path / "no" / "drill.csv"),
             (["check", pod, "--write-baseline", tmp_path], "--write-baseline", tmp_path)):
         p = astral(*args)
         said = (f"it is a folder (name a file in it)" if path == tmp_path else

@@ -352,7 +352,8 @@ def _nowhere(args) -> Optional[str]:
     for name, flag in _WRITTEN:
         path = getattr(args, name, None)
         if not isinstance(path, str) or not path or name == "netbox" or (
-                name == "output" and args.command == "synth"):
+                name == "output" and args.command == "synth"
+                and not path.endswith((".csv", ".jsonl"))):         # a drill's traces
             continue
         if os.path.isdir(path):
             return f"{flag}: cannot write `{path}`: it is a folder (name a file in it)"
