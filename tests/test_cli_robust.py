@@ -578,6 +578,21 @@ def test_fmt_reads_no_more_of_stdin_than_of_a_file():
     assert (p.returncode, p.stdout) == (0, "param x = 1\n"), p.stderr
 
 
+def test_lsp_takes_a_debounce_and_a_timeout_it_can_keep():
+    """The server took any float: `--timeout -5` or `0` timed every analysis out (an editor got
+    no diagnostics), `--debounce 1e308` never checked a change, `nan` stood for 0 or no limit."""
+    for flag, value, said in (("--debounce", "-1", "-1: seconds from 0 to 60"),
+                              ("--debounce", "1e308", "1e+308: seconds from 0 to 60"),
+                              ("--debounce", "nan", "nan: seconds from 0 to 60"),
+                              ("--timeout", "0", "0: a finite time in seconds, more than 0"),
+                              ("--timeout", "-5", "-5: a finite time in seconds, more than 0"),
+                              ("--timeout", "nan", "nan: a finite time in seconds, more than 0"),
+                              ("--timeout", "inf", "inf: a finite time in seconds, more than 0")):
+        p = astral("lsp", "--stdio", flag, value, input=b"")
+        assert (p.returncode, p.stdout) == (2, ""), (flag, value)
+        assert p.stderr.startswith(f"astral: error: {flag} {said}"), p.stderr
+
+
 def test_fmt_stdin_to_an_ascii_stdout_writes_the_source_in_utf8():
     source = 'param x = 4 // caf\u00e9 \u2014 40 \u00b5s\nsite S {  }\n'
     from astral_dsl.fmt import format_text
