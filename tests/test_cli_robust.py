@@ -510,6 +510,22 @@ def test_forecast_interrupted_while_writing_its_trace_leaves_the_trace_there_was
     assert list(tmp_path.iterdir()) == [out]
 
 
+def test_synth_refuses_a_part_or_a_severity_it_would_drop(tmp_path):
+    """`--severity 2` (or a --part) without a --fault drilled a healthy run without a word, and
+    `--part ''` a part drawn at random: each is a usage error, nothing written."""
+    design = "tests/fixtures/diagnose/tiny.astral"
+    out = tmp_path / "drill.csv"
+    for args, said in ((["--severity", "2"], "--severity with no fault to drill"),
+                       (["--fault", "none", "--part", "Tiny.racks[0]"],
+                        "--part with no fault to drill"),
+                       (["--fault", "gpu", "--part", ""], "--part ``: name the part")):
+        p = astral("synth", design, "-o", out, *args)
+        assert p.returncode == 2 and p.stderr.startswith(f"astral: error: {said}"), p.stderr
+    assert list(tmp_path.iterdir()) == []
+    p = astral("synth", design, "-o", out, "--fault", "gpu", "--severity", "1.5")
+    assert p.returncode == 0 and "(severity 1.5)" in p.stdout, p.stdout + p.stderr
+
+
 def test_synth_interrupted_while_writing_leaves_no_drill_of_some_ranks(tmp_path, monkeypatch):
     """A drill's traces (one per rank) and its rank log are written for seconds: Ctrl-C left
     some ranks' traces, which `astral diagnose` read as a job with ranks missing (or beside an
