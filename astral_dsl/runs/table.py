@@ -156,6 +156,17 @@ UNKNOWN_SHOWN = 8
 _COLUMNS_HINT = "a runs table has the columns of docs/runs.md: " + ", ".join(COLUMNS)
 
 
+def _no_header(file: str, width: int) -> Diagnostic:
+    """E766 for a first line that names none of the columns: a design, or a table whose header
+    was left out (its first row's cells were said as unknown columns, and every column as
+    missing)."""
+    hint = (f"a design is forecast by `astral forecast {file}`; `astral runs` reads a runs "
+            f"table, CSV (docs/runs.md)" if file.endswith(".astral") else
+            "the first line names the columns: " + ",".join(COLUMNS))
+    return err("E766", "the first line names none of a runs table's columns: it is not a "
+               "runs table's header", file, 1, 1, max(2, min(width, 120) + 1), hint)
+
+
 def parse_table(text: str, file: str) -> RunsTable:
     """The runs of a table's text (read_table reads the file)."""
     lines = Lines(text)
@@ -183,6 +194,8 @@ def parse_table(text: str, file: str) -> RunsTable:
             "E766", f"the runs table's cells are separated by {SEPARATORS[sep]}, not commas",
             file, 1, at, at + 1, "save it as CSV with commas between cells (and a decimal "
             "point in numbers: a spreadsheet's `CSV UTF-8`)"),))
+    if not set(names) & set(COLUMNS):       # each cell was an unknown column (and more)
+        return RunsTable(file, (), (_no_header(file, len(",".join(header))),))
     diags: List[Diagnostic] = []
     col, unknown = 1, 0
     for h, raw in zip(names, header):
