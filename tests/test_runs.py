@@ -64,6 +64,21 @@ def _only(diags):
 
 
 # ---- the reader on bad input -------------------------------------------------------------------------------
+@pytest.mark.parametrize("encoding, said", [
+    ("utf-16", "UTF-16"), ("utf-16-le", "UTF-16 (or UTF-32, without a byte-order mark)"),
+    ("utf-32", "UTF-32")])
+def test_a_table_in_a_wide_encoding_says_which(tmp_path, encoding, said):
+    """A table saved by Windows' PowerShell 5 (UTF-16 by default) was `not UTF-8 text (byte
+    0xff)`, or without a byte-order mark `binary (it holds NUL bytes)`: now named, with the
+    conversion, as a rank log in one is (E781)."""
+    path = tmp_path / "t.csv"
+    path.write_bytes((",".join(COLUMNS) + "\n").encode(encoding))
+    d = _only(read_table(path).diagnostics)
+    assert (d.code, d.message) == ("E766", f"the runs table is {said} text, not UTF-8")
+    assert (d.span.start.line, d.span.start.column) == (1, 1)
+    assert f"`iconv -f {said[:6]} -t UTF-8`" in d.hint and "Out-File -Encoding utf8" in d.hint
+
+
 def test_an_empty_table_has_no_header():
     d = _only(parse_table("", "t.csv").diagnostics)
     assert "empty" in d.message and d.span.start.line == 1 and "id,source_url" in d.hint

@@ -356,6 +356,7 @@ def read_table(path) -> RunsTable:
         return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR, message, span, hint,
                                                file=name),))
 
+    from astral_dsl.encodings import wide as wide_text
     from astral_dsl.regularfile import read_regular
     from astral_dsl.semantics.modules import unreadable_hint
 
@@ -369,6 +370,11 @@ def read_table(path) -> RunsTable:
         hint = unreadable_hint(exc.errno, "its CSV file", imports=False)
         return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR, f"cannot read the runs "
                                                f"table: {exc.strerror}", hint=hint, file=name),))
+    wide = wide_text(data)
+    if wide is not None:      # said as a byte 0xff, or (without a byte-order mark) as binary
+        return fail(f"the runs table is {wide} text, not UTF-8", "save it as UTF-8 (CSV UTF-8 "
+                    f"in a spreadsheet; `iconv -f {wide[:6]} -t UTF-8`; in Windows PowerShell, "
+                    f"`Out-File -Encoding utf8`)", 0)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
