@@ -351,7 +351,8 @@ def _nowhere(args) -> Optional[str]:
     `export --netbox DIR`) is made with its parents."""
     for name, flag in _WRITTEN:
         path = getattr(args, name, None)
-        if not isinstance(path, str) or not path or name == "netbox" or (
+        # (--docs is read first, as calibrate checks before its fit)
+        if not isinstance(path, str) or not path or name in ("netbox", "docs") or (
                 name == "output" and args.command == "synth"
                 and not path.endswith((".csv", ".jsonl"))):         # a drill's traces
             continue
