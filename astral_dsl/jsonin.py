@@ -7,7 +7,12 @@ limit (4,300 digits), but RecursionError for arrays or objects nested past the i
 recursion limit (`[` 200,000 times): that one reached the user as an internal error (E000).
 
 `load_path` reads a document a command is given by its path: a regular file of at most
-MAX_BYTES (a FIFO blocked the command; `/dev/zero`, or a link to it, filled the memory)."""
+MAX_BYTES (a FIFO blocked the command; `/dev/zero`, or a link to it, filled the memory).
+
+Every number read is finite: json.loads takes `NaN` and `Infinity`, which are not JSON (RFC 8259,
+and astral writes none: allow_nan=False), reads 1e400 as an infinity and an integer of 400
+digits as an int that float() cannot take (OverflowError: a fit's constant or a diagnosis'
+number of that size was an internal error, E000); each is refused here as not a number."""
 from __future__ import annotations
 
 import json
@@ -17,10 +22,43 @@ MAX_BYTES = 64 * 1024 * 1024      # a fit, a baseline or a diagnosis is far smal
 NESTED = "arrays or objects nested too deeply to read (deeper than any document astral writes)"
 
 
-def loads(text: str) -> Any:
-    """The document `text` holds; ValueError when it cannot be read."""
+# beyond this many digits an integer is past the largest float (about 1.8e308) whatever they are
+_DIGITS = 310
+
+
+def _too_large(text: str) -> ValueError:
+    shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]} ({len(text):,} characters)"
+    return ValueError(f"the number {shown} is too large: at most about 1.8e308")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value - value != 0:              # 1e400: an infinity
+        raise _too_large(text)
+    return value
+
+
+def _int(text: str) -> int:
+    # (the digits are counted first: int() of more than 4,300 raises its own ValueError, which
+    # tells the user to call sys.set_int_max_str_digits)
+    if len(text.lstrip("-")) > _DIGITS:
+        raise _too_large(text)
+    value = int(text)
     try:
-        return json.loads(text)
+        float(value)
+    except OverflowError:
+        raise _too_large(text) from None
+    return value
+
+
+def _constant(name: str):
+    raise ValueError(f"`{name}` is not a number JSON has (RFC 8259): a number is finite")
+
+
+def loads(text: str) -> Any:
+    """The document `text` holds, its numbers finite; ValueError when it cannot be read."""
+    try:
+        return json.loads(text, parse_float=_float, parse_int=_int, parse_constant=_constant)
     except RecursionError:
         raise ValueError(NESTED) from None
 

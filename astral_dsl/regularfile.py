@@ -118,6 +118,17 @@ def _no_link(name, opened, at=None, part=None) -> int:
                                             stat.S_ISLNK(os.stat(part, dir_fd=at,
                                                                  follow_symlinks=False).st_mode))
         if link:
-            raise OSError(exc.errno, f"`{name}` is a symbolic link: nothing is written through "
-                                     f"one", str(name)) from None
+            raise _link(exc.errno, name) from None
         raise
+
+
+def not_a_link(name) -> None:
+    """OSError, as `created` says it, when `name` is a symbolic link: for a file moved into
+    place (os.replace replaces a link, never writes through it), refused alike."""
+    if os.path.islink(name):
+        raise _link(errno.ELOOP, name)
+
+
+def _link(code: int, name) -> OSError:
+    return OSError(code, f"`{name}` is a symbolic link: nothing is written through one",
+                   str(name))

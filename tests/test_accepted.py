@@ -251,6 +251,52 @@ def test_size_export_and_the_review_page_keep_them_apart(design, capsys):
     assert "pump data from the CDU vendor pending" in page
 
 
+GPU_FILE = """import stdlib.hardware { H100_SXM, CX7_2x200G, HGX8, QM9700_NDR }
+allow W216 "the lab's hosts as the stdlib assumes them"
+host Node = HGX8(gpu = H100_SXM, nic = CX7_2x200G)
+rack LabRack { hosts = 4 x Node }
+block Lab_SU { racks = 8 x LabRack }
+fabric Lab_Fabric {
+  rails = 8, planes = 1, max_oversubscription = 1
+  tier leaf { switch = QM9700_NDR, scope = block, per = [rail], down = 32 x 400 Gb/s,
+              up = 32 x 400 Gb/s }
+  tier spine { switch = QM9700_NDR, scope = site, down = 64 x 400 Gb/s }
+}
+"""
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_search_and_runs_say_no_warning_the_design_accepts(tmp_path, capsys, allowed):
+    """A search that stops (no such job) said every warning of the design, those its `allow`s
+    accept among them, in full with the hint to accept them; so did `astral runs` of a
+    --gpu-file's (the diagnostics they said otherwise, and their output, list none)."""
+    text = GPU_FILE if allowed else ALLOW.sub("", GPU_FILE)
+    gpu_file = tmp_path / "lab.astral"
+    gpu_file.write_text(text, encoding="utf-8")
+    table = tmp_path / "runs.csv"
+    lines = (Path(astral_dsl.__file__).parent / "seer" / "calibration" / "a100.csv").read_text(
+        encoding="utf-8").splitlines()
+    table.write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
+    code, stdout, _ = call(["runs", str(table), "--gpu-file", str(gpu_file)], capsys)
+    assert code == 0 and ("W216" in stdout) is not allowed, stdout
+    design = tmp_path / "job.astral"
+    design.write_text(text + """
+site Lab { su = 1 x Lab_SU }
+import stdlib.models { Llama3_8B }
+job small {
+  model = Llama3_8B
+  placement = Lab
+  gpus = 32
+  parallel { tp = 8, pp = 1, dp = 4 }
+  batch { global_batch = 32, micro = 1, seq = 4096 }
+}
+""", encoding="utf-8")
+    for argv in (["search", str(design), "--job", "nope"],
+                 ["search", str(design), "--job", "nope", "--format", "json"]):
+        code, stdout, _ = call(argv, capsys)
+        assert code == 1 and "E221" in stdout and ("W216" in stdout) is not allowed, stdout
+
+
 def test_allow_statements_format_as_statements():
     from astral_dsl.fmt import format_text
 

@@ -89,7 +89,7 @@ def test_a_page_that_cannot_be_written_names_the_output(ws, tmp_path):
         astral_dsl.report(ws, tmp_path)
     assert info.value.filename == str(tmp_path)
     assert os.listdir(tmp_path) == []
-    assert not [n for n in os.listdir(tmp_path.parent) if n.startswith(".astral-report-")]
+    assert not [n for n in os.listdir(tmp_path.parent) if n.startswith(".astral-")]
 
 
 def test_the_arguments_module_exports_what_it_defines():

@@ -168,6 +168,16 @@ def test_hta_idle_by_cause(tmp_path):
     assert causes["host_wait"] > causes["kernel_wait"] > 0
 
 
+def test_hta_reads_a_trace_named_by_a_relative_path():
+    """HTA joins a relative file name to its own folder (/tmp/trace): `--observed
+    tests/fixtures/traces/...` was W793, HTA "could not read the traces", and printed that the
+    file did not exist."""
+    proc = _cli("diagnose", str(TINY), "--observed",
+                "tests/fixtures/traces/nccl_data_rank-0.json.gz", "--hta")
+    assert "W793" not in proc.stdout and "/tmp/trace" not in proc.stdout + proc.stderr
+    assert "idle by cause (HolisticTraceAnalysis" in proc.stdout, proc.stdout
+
+
 def test_a_trace_and_a_log_are_labelled_both(tmp_path):
     """Rank 0 from the real profiler trace, rank 1 from a rank log of the same iterations (4-6):
     the breakdown says it read both (it had said `log`, as if no trace had been read), in the

@@ -62,6 +62,31 @@ def test_calibrate_writes_a_fit_that_runs_reads(tiny, capsys):
     assert rows["int3"]["status"] == "not_expressible"
 
 
+def test_a_row_given_twice_is_warned_about_as_fitted_twice(tiny, tmp_path, capsys):
+    """tiny.csv and its copy (another name: two tables) fitted every run twice without a word,
+    its figures said as runs "published more than once" 0.0 % apart: now W779 at each repeat,
+    at most eight, the rest in one. A row not fitted (INT3: not expressible) is not said."""
+    path, _ = tiny
+    copy = tmp_path / "copy.csv"
+    copy.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    code, out, _ = call(["calibrate", str(path), str(copy), "--max-iterations", "1", "--format",
+                         "json"], capsys)
+    said = [d for d in json.loads(out)["diagnostics"] if d["code"] == "W779"]
+    assert code == 0 and [(d["message"], d["file"], d["range"]["start"]["line"]) for d in said] \
+        == [(f"row `{i}` repeats row `{i}` ({path}, line {n}) in every cell but its id and "
+             f"notes: the same run, fitted twice, weighs twice in the fit", str(copy), n)
+            for n, i in ((2, "n1_7b"), (3, "n7_5b"), (4, "n39_1b"))]
+    from astral_dsl.cli.calibrate import TWICE_SHOWN, _twice
+    from astral_dsl.runs.evaluate import prepare
+    from astral_dsl.runs.table import read_table
+
+    many = [("t", read_table(path)) for _ in range(TWICE_SHOWN + 2)]    # 3 rows fitted, 10 times
+    said = _twice(many, [p for _, t in many for p in prepare(t)])
+    assert len(said) == TWICE_SHOWN + 1                                   # 27 repeats
+    assert said[-1].message == ("19 more row(s) repeat an earlier one in every cell but its id "
+                                "and notes, from here on")
+
+
 def test_calibrate_reports_rows_families_constants_and_reproduces_its_fit(tiny, capsys):
     path, fit = tiny
     code, out, _ = call(["calibrate", str(path), "--max-iterations", "2", "--calibration",

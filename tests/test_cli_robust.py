@@ -71,10 +71,41 @@ def test_plot_into_a_missing_folder_or_an_unknown_format_is_a_usage_error(tmp_pa
     for args in (["forecast", str(pod)], sweep):
         p = astral(*args, "--plot", str(missing))
         assert p.returncode == 2, p.stderr
-        assert f"--plot: cannot write `{missing}`: No such file or directory" in p.stderr
+        # refused before any work: the folder is not there
+        assert p.stderr == (f"astral: error: --plot: cannot write `{missing}`: there is no "
+                            f"folder `{missing.parent}`\n")
         assert "E000" not in p.stderr and "Traceback" not in p.stderr
         p = astral(*args, "--plot", str(tmp_path / "it.txt"))
         assert p.returncode == 2 and "Format 'txt' is not supported" in p.stderr, p.stderr
+
+
+def test_an_output_with_no_folder_or_that_is_a_folder_is_refused_before_any_work(tmp_path,
+                                                                                  monkeypatch):
+    """`calibrate ... -o fits/new.json` with no folder `fits` fitted for two minutes, then said
+    it could not write the fit; diagnose and search alike after their work."""
+    from astral_dsl.runs import accuracy
+
+    def fitted(*args, **kwargs):
+        raise AssertionError("the runs were fitted before the output was checked")
+
+    monkeypatch.setattr(accuracy, "calibrate", fitted)
+    table = str(REPO / "astral_dsl" / "seer" / "calibration" / "a100.csv")
+    pod = str(REPO / "examples" / "single_pod.astral")
+    nowhere = tmp_path / "fits" / "new.json"
+    for args, flag, path in (
+            (["calibrate", table, "-o", nowhere], "-o", nowhere),
+            (["diagnose", pod, "--observed", "run", "-o", nowhere], "-o", nowhere),
+            (["search", pod, "-o", tmp_path / "no" / "top.csv"], "-o", tmp_path / "no" / "top.csv"),
+            (["forecast", pod, "--trace", tmp_path], "--trace", tmp_path),
+            (["synth", pod, "-o", tmp_path / "no" / "drill.csv"], "-o",
+             tmp_path / "no" / "drill.csv"),
+            (["check", pod, "--write-baseline", tmp_path], "--write-baseline", tmp_path)):
+        p = astral(*args)
+        said = (f"it is a folder (name a file in it)" if path == tmp_path else
+                f"there is no folder `{path.parent}`")
+        assert (p.returncode, p.stdout) == (2, ""), args
+        assert p.stderr == f"astral: error: {flag}: cannot write `{path}`: {said}\n", args
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_plot_without_an_extension_names_the_file_matplotlib_writes(tmp_path):
@@ -123,6 +154,35 @@ def test_a_design_named_dash_is_a_usage_error_saying_only_fmt_reads_stdin():
         assert p.stderr == f"astral: error: {reason}\n", args
     p = astral("fmt", "-", input=source)          # which does read it
     assert (p.returncode, p.stdout) == (0, source)
+
+
+def test_an_output_named_dash_is_a_usage_error_and_writes_no_file_named_dash(tmp_path):
+    """Every command wrote its file, or --netbox its folder, under the name `-` in the
+    working directory: `astral forecast x --trace - | jq` left a 16 MB file `-` there and
+    nothing on the pipe; `report -o -`, `synth -o -`, `check --write-baseline -` alike."""
+    design = str(REPO / "examples" / "tutorial_rack.astral")
+    table = str(REPO / "astral_dsl" / "seer" / "calibration" / "a100.csv")
+    for args, flag in ((["forecast", design, "--trace", "-"], "--trace"),
+                       (["forecast", design, "--ranks=-"], "--ranks"),
+                       (["forecast", design, "--plot", "-", "--format", "json"], "--plot"),
+                       (["report", design, "-o", "-"], "-o"),
+                       (["render", design, "--output", "-"], "-o"),
+                       (["synth", design, "-o", "-"], "-o"),
+                       (["diagnose", design, "--observed", "x", "-o", "-"], "-o"),
+                       (["check", design, "--write-baseline", "-"], "--write-baseline"),
+                       (["export", design, "--netbox", "-"], "--netbox"),
+                       (["search", design, "-o", "-"], "-o"),
+                       (["sweep", design, "--grid", "servers=3", "-o", "-"], "-o"),
+                       (["calibrate", table, "-o", "-"], "-o"),
+                       (["calibrate", table, "--docs", "-"], "--docs")):
+        p = astral(*args, cwd=tmp_path)
+        what = "folder" if flag == "--netbox" else "file"
+        reason = (f"{flag} -: {flag} names the {what} it writes, and `-` is not standard "
+                  f"output: name the {what} (`./-` for one named `-`)")
+        assert (p.returncode, p.stderr) == (2, f"astral: error: {reason}\n"), (args, p.stderr)
+        assert list(tmp_path.iterdir()) == [], args
+        if "json" in args:
+            assert json.loads(p.stdout)["usage_error"] == reason
 
 
 def test_diff_json_is_the_common_envelope_with_either_sides_errors_once(tmp_path):
@@ -230,7 +290,8 @@ def test_report_writes_whole_or_nothing_and_never_touches_a_file_of_the_users(tm
     folder.mkdir()
     p = astral("report", "examples/tutorial_rack.astral", "-o", folder)
     assert p.returncode == 2
-    assert p.stderr == f"astral: error: cannot write `{folder}`: Is a directory\n"
+    assert p.stderr == (f"astral: error: -o: cannot write `{folder}`: it is a folder (name a "
+                        f"file in it)\n")
     # nothing left behind: the folder, the page and the user's file only
     assert sorted(x.name for x in tmp_path.iterdir()) == ["a folder", "review.html",
                                                           "review.html.tmp"]
@@ -425,6 +486,89 @@ def test_report_interrupted_while_writing_leaves_no_temporary_file(tmp_path, mon
     assert list(tmp_path.iterdir()) == []
 
 
+def test_forecast_interrupted_while_writing_its_trace_leaves_the_trace_there_was(tmp_path,
+                                                                                 monkeypatch):
+    """The trace is written as its events are made (megabytes, seconds): Ctrl-C then left half a
+    trace, JSON cut in the middle, over the whole one the last run had written. Now the old
+    trace stays, and nothing else is left."""
+    from astral_dsl.outputs.forecast import trace
+
+    out = tmp_path / "trace.json"
+    out.write_text('{"traceEvents":[]}', encoding="utf-8")
+
+    def interrupted(*args, **kwargs):       # Ctrl-C once the events are written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trace, "_head", interrupted)
+    p = astral("forecast", "tests/fixtures/diagnose/tiny.astral", "--trace", out)
+    assert p.returncode == 130, p.stdout + p.stderr
+    assert out.read_text(encoding="utf-8") == '{"traceEvents":[]}'
+    assert list(tmp_path.iterdir()) == [out]
+    monkeypatch.undo()
+    p = astral("forecast", "tests/fixtures/diagnose/tiny.astral", "--trace", out)
+    assert p.returncode == 0 and json.loads(out.read_text(encoding="utf-8"))["traceEvents"]
+    assert list(tmp_path.iterdir()) == [out]
+
+
+def test_synth_refuses_a_part_or_a_severity_it_would_drop(tmp_path):
+    """`--severity 2` (or a --part) without a --fault drilled a healthy run without a word, and
+    `--part ''` a part drawn at random: each is a usage error, nothing written."""
+    design = "tests/fixtures/diagnose/tiny.astral"
+    out = tmp_path / "drill.csv"
+    for args, said in ((["--severity", "2"], "--severity with no fault to drill"),
+                       (["--fault", "none", "--part", "Tiny.racks[0]"],
+                        "--part with no fault to drill"),
+                       (["--fault", "gpu", "--part", ""], "--part ``: name the part")):
+        p = astral("synth", design, "-o", out, *args)
+        assert p.returncode == 2 and p.stderr.startswith(f"astral: error: {said}"), p.stderr
+    assert list(tmp_path.iterdir()) == []
+    p = astral("synth", design, "-o", out, "--fault", "gpu", "--severity", "1.5")
+    assert p.returncode == 0 and "(severity 1.5)" in p.stdout, p.stdout + p.stderr
+
+
+def test_synth_interrupted_while_writing_leaves_no_drill_of_some_ranks(tmp_path, monkeypatch):
+    """A drill's traces (one per rank) and its rank log are written for seconds: Ctrl-C left
+    some ranks' traces, which `astral diagnose` read as a job with ranks missing (or beside an
+    earlier drill's as one job), or half a log. Now all or nothing: the folder it made goes,
+    a folder of the user's keeps what it held."""
+    from astral_dsl.synth import write
+
+    real = write._trace
+
+    def interrupted(s, rank, *args):        # Ctrl-C with the first rank's trace written
+        if rank == 1:
+            raise KeyboardInterrupt
+        return real(s, rank, *args)
+
+    monkeypatch.setattr(write, "_trace", interrupted)
+    design = "tests/fixtures/diagnose/tiny.astral"
+    p = astral("synth", design, "-o", tmp_path / "drill")
+    assert p.returncode == 130 and list(tmp_path.iterdir()) == [], p.stdout + p.stderr
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "rank-0.json.gz").write_bytes(b"an earlier drill's")
+    (mine / "notes.txt").write_text("mine")
+    p = astral("synth", design, "-o", mine)
+    assert p.returncode == 130
+    assert sorted(f.name for f in mine.iterdir()) == ["notes.txt", "rank-0.json.gz"]
+    assert (mine / "rank-0.json.gz").read_bytes() == b"an earlier drill's"
+    log = tmp_path / "drill.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s,peer,op\n")
+    monkeypatch.setattr(write, "_formatted", lambda *args: (_ for _ in ()).throw(
+        KeyboardInterrupt))
+    p = astral("synth", design, "-o", log)
+    assert p.returncode == 130
+    assert log.read_text() == "rank,iteration,phase,start_s,duration_s,peer,op\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["drill.csv", "mine"]
+    monkeypatch.undo()
+    p = astral("synth", design, "-o", mine)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ranks = sorted(f.name for f in mine.iterdir() if f.name.startswith("rank-"))
+    assert len(ranks) == int(p.stdout.split(" ranks x ")[0].split()[-1].replace(",", ""))
+    assert (mine / "notes.txt").read_text() == "mine" and len(list(mine.iterdir())) == \
+        len(ranks) + 1
+
+
 def test_render_dpi_outside_its_range_or_for_another_format_is_a_usage_error(tmp_path):
     for dpi in ("0", "-5", "601"):           # -5 made a 32,766 x 32,767 picture
         p = astral("render", "examples/tutorial_rack.astral", "-o", tmp_path / "r.png", "--dpi",
@@ -436,6 +580,33 @@ def test_render_dpi_outside_its_range_or_for_another_format_is_a_usage_error(tmp
     assert (p.returncode, p.stderr) == (2, "astral: error: --dpi sets the resolution of a PNG, "
                                            "not of a .dot picture\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_fmt_reads_no_more_of_stdin_than_of_a_file():
+    """`astral fmt -` read standard input whole: `< /dev/zero` filled the memory (E000), 300 MB
+    of text took 0.9 GB; a file past 16 MiB is refused unread, and so is stdin past it now."""
+    from astral_dsl.cli.fmt import MAX_FILE_BYTES
+
+    p = astral("fmt", "-", input=b"x" * (MAX_FILE_BYTES + 1))
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == "error[E100]: cannot read `-`: larger than 16 MiB\n"
+    p = astral("fmt", "-", input=b"param x =   1\n" + b" " * (MAX_FILE_BYTES - 14))
+    assert (p.returncode, p.stdout) == (0, "param x = 1\n"), p.stderr
+
+
+def test_lsp_takes_a_debounce_and_a_timeout_it_can_keep():
+    """The server took any float: `--timeout -5` or `0` timed every analysis out (an editor got
+    no diagnostics), `--debounce 1e308` never checked a change, `nan` stood for 0 or no limit."""
+    for flag, value, said in (("--debounce", "-1", "-1: seconds from 0 to 60"),
+                              ("--debounce", "1e308", "1e+308: seconds from 0 to 60"),
+                              ("--debounce", "nan", "nan: seconds from 0 to 60"),
+                              ("--timeout", "0", "0: a finite time in seconds, more than 0"),
+                              ("--timeout", "-5", "-5: a finite time in seconds, more than 0"),
+                              ("--timeout", "nan", "nan: a finite time in seconds, more than 0"),
+                              ("--timeout", "inf", "inf: a finite time in seconds, more than 0")):
+        p = astral("lsp", "--stdio", flag, value, input=b"")
+        assert (p.returncode, p.stdout) == (2, ""), (flag, value)
+        assert p.stderr.startswith(f"astral: error: {flag} {said}"), p.stderr
 
 
 def test_fmt_stdin_to_an_ascii_stdout_writes_the_source_in_utf8():

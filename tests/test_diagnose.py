@@ -275,6 +275,42 @@ def test_cli_exit_codes_and_json(small, tmp_path):
     assert proc.returncode == 2 and "E781" in proc.stdout
 
 
+def test_the_warnings_a_design_accepts_are_apart_in_diagnose_and_synth(small, tmp_path):
+    """`allow W216` was ignored by diagnose (human and JSON, a diagnosis or a failure alike)
+    and by synth's JSON: each accepted warning printed in full with its hint to accept it, as
+    if the design had not. Now said apart as `check` and `forecast` say them."""
+    design, fc, rm = small
+    text = SMALL.read_text(encoding="utf-8").replace(", liquid_share = 75 %)", ")")
+    text += '\nallow W216 "no data sheet for the host"\n'
+    allowed = tmp_path / "allowed.astral"
+    allowed.write_text(text, encoding="utf-8")
+    healthy = tmp_path / "log.csv"
+    write.write_log(generate(fc, rm, [], seed=4), str(healthy))
+    said = "accepted by allow at " + str(allowed) + ":"
+    for observed, code in ((healthy, 0), (tmp_path / "none", 2)):
+        proc = _cli("diagnose", str(allowed), "--observed", str(observed), "--color", "never")
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        assert "W216" not in proc.stdout.replace("  W216 " + str(allowed), "")
+        assert "accepted: 1 warning(s)" in proc.stdout and said in proc.stdout, proc.stdout
+        proc = _cli("diagnose", str(allowed), "--observed", str(observed), "--format", "json")
+        doc = json.loads(proc.stdout)
+        assert [d["code"] for d in doc["accepted"]] == ["W216"]
+        assert "W216" not in [d["code"] for d in doc["diagnostics"]]
+        import jsonschema
+
+        jsonschema.validate(doc, json.loads((REPO / "schema" / "diagnosis.schema.json")
+                                            .read_text()))
+    for job in ("small", "nope"):
+        proc = _cli("synth", str(allowed), "-o", str(tmp_path / "drill.csv"), "--iterations",
+                    "1", "--job", job, "--format", "json")
+        doc = json.loads(proc.stdout)
+        assert [d["code"] for d in doc["accepted"]] == ["W216"], proc.stdout
+        assert "W216" not in [d["code"] for d in doc["diagnostics"]]
+    proc = _cli("synth", str(allowed), "-o", str(tmp_path / "drill.csv"), "--job", "nope")
+    assert proc.returncode == 1 and "warning[W216]" not in proc.stderr
+    assert "accepted: 1 warning(s)" in proc.stderr and said in proc.stderr, proc.stderr
+
+
 def test_the_diagnosis_does_not_depend_on_the_reading_processes(small, tmp_path):
     """128 Kineto traces (a NIC port at half rate) read by one process, by two, and by the
     default (one per core): the same output and the same diagnosis file, byte for byte."""

@@ -365,7 +365,7 @@ def test_every_code_has_an_example():
     by_console |= {"E775", "E776", "E221"}
     # codes about runs tables and the systems they run on (`astral runs`, `astral calibrate`),
     # and the envelope of a forecast (`astral forecast`, not `astral check`)
-    by_console |= {"E766", "E767", "E777", "W753", "W759", "W769", "W778"}
+    by_console |= {"E766", "E767", "E777", "W753", "W759", "W769", "W778", "W779"}
     # codes about observed files (`astral diagnose --observed`), not about source text
     by_console |= {c for c in CODES if c[1:3] == "78"} | {"E790", "W791", "E792", "W793",
                                                          "W794", "W795", "W796", "W797"}

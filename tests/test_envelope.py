@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import attrs
@@ -400,15 +401,23 @@ def test_calibration_options_are_read_before_any_work(lab, tmp_path, capsys):
 def test_a_fit_with_a_band_that_is_no_band_is_a_usage_error(lab, tmp_path, capsys, entry,
                                                              why):
     """As its constants are: exit 2 naming the file and the key, for forecast, search and sweep
-    alike (a NaN band made `--format json` an E000: NaN is not JSON)."""
+    alike (a NaN band made `--format json` an E000: NaN is not JSON). A file's NaN or infinity
+    is refused as it is read (jsonin: no number of a JSON document is), the band check
+    refuses it in a document built in memory (the API's)."""
+    from astral_dsl.seer.calibration import from_document
+
     path, _ = lab
     bad = _fit_file(tmp_path, {"*": entry})
+    finite = all(v - v == 0 for v in (entry or {}).values() if not isinstance(v, bool))
+    with pytest.raises(ValueError, match=re.escape(why)):
+        from_document(json.loads(bad.read_text()), "fit")
     for argv in (["forecast", str(path)], ["search", str(path), "--top", "1"],
                  ["sweep", str(path), "--grid", "n=1", "--job", "train"]):
         code = cli.main(argv + ["--calibration", str(bad), "--format", "json"])
         err = capsys.readouterr().err
-        assert code == 2 and str(bad) in err and 'bands["*"]' in err and why in err, (argv, err)
-        assert "E000" not in err
+        assert code == 2 and str(bad) in err and "E000" not in err, (argv, err)
+        assert ('bands["*"]' in err and why in err) if finite else \
+            "is not a number JSON has (RFC 8259): a number is finite" in err, (argv, err)
 
 
 def test_a_band_may_lie_wholly_on_one_side_of_zero(lab, tmp_path, capsys):

@@ -65,6 +65,40 @@ def test_a_json_option_that_is_a_device_or_too_large_is_a_usage_error(tmp_path, 
     assert f"{option}" in proc.stderr and said in proc.stderr, proc.stderr
 
 
+# a 400-digit integer was an int float() could not take: a fit's constant of it or a suspect's
+# probability was E000 (OverflowError) in forecast/runs, report --diagnosis and render
+# --highlight; NaN and 1e400 (an infinity) were read as numbers, and a diagnosis of NaNs was
+# drawn as "nan of nan hosts"
+@pytest.mark.parametrize("number, said", [
+    ("1" + "0" * 400, "the number 100000000000...000000 (401 characters) is too large"),
+    ("-1e400", "the number -1e400 is too large: at most about 1.8e308"),
+    ("NaN", "`NaN` is not a number JSON has (RFC 8259)"),
+    ("-Infinity", "`-Infinity` is not a number JSON has (RFC 8259)"),
+])
+@pytest.mark.parametrize("option, command", OPTIONS)
+def test_a_json_option_with_a_number_no_float_holds_is_a_usage_error(tmp_path, option, command,
+                                                                     number, said):
+    import json
+
+    from astral_dsl.seer.calibration import shipped_document
+
+    doc = tmp_path / "doc.json"
+    if option == "--calibration":
+        fit = shipped_document()
+        fit["constants"]["gemm_eff"] = 0.5
+        doc.write_text(json.dumps(fit).replace("0.5", number, 1))
+    else:
+        text = json.dumps({"diagnosis_version": 1, "astral_baseline": 1, "accepted": [],
+                           "suspects": [{"kind": "gpu", "path": "R.hosts[0].gpus[0]",
+                                         "parts": ["R.hosts[0].gpus[0]"], "probability": 0.5}]})
+        doc.write_text(text.replace("0.5", number))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command] + [option, str(doc)]
+    proc = astral(*args, "--color", "never")
+    _no_internal_error(proc)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{option}" in proc.stderr and said in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("suspect, said", [
     ({"kind": "nic port", "path": "R.hosts[0]", "parts": [1, 2]},
      "suspect 1: `parts` is not a list of part names (strings)"),
@@ -91,6 +125,27 @@ def test_a_highlight_of_suspects_of_the_wrong_types_is_a_usage_error(tmp_path, s
     assert proc.returncode == 2 and not (tmp_path / "x.svg").exists()
     assert f"--highlight: `{doc}`: {said} (schema/diagnosis.schema.json" in proc.stderr, \
         proc.stderr
+
+
+def test_a_diagnosis_of_a_job_the_design_does_not_declare_is_a_usage_error(tmp_path):
+    """`astral report tutorial_rack.astral --diagnosis d.json`, d.json a diagnosis of another
+    design's job, wrote a page saying "The design declares no job" above that job's verdict and
+    suspects as the design's own."""
+    tiny = REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"
+    drill, diagnosis = tmp_path / "drill.csv", tmp_path / "d.json"
+    assert astral("synth", str(tiny), "-o", str(drill)).returncode == 0
+    assert astral("diagnose", str(tiny), "--observed", str(drill), "-o",
+                  str(diagnosis)).returncode == 0
+    proc = astral("report", str(TUTORIAL), "-o", str(tmp_path / "r.html"), "--diagnosis",
+                  str(diagnosis), "--color", "never")
+    _no_internal_error(proc)
+    assert proc.returncode == 2 and not (tmp_path / "r.html").exists()
+    assert proc.stderr == (f"astral: error: --diagnosis: `{diagnosis}` diagnoses job `two`, "
+                           f"which {TUTORIAL} does not declare (it declares no job): a "
+                           f"diagnosis of another design\n")
+    proc = astral("report", str(tiny), "-o", str(tmp_path / "r.html"), "--diagnosis",
+                  str(diagnosis), "--color", "never")
+    assert proc.returncode == 0 and (tmp_path / "r.html").exists(), proc.stderr
 
 
 def test_a_runs_table_that_is_a_device_is_e766(tmp_path):

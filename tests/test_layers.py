@@ -27,13 +27,14 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # (cancel) serves the evaluator, which asks it, and the language server, which states it: it
 # imports nothing
 # where a line ends (line_ends) serves the runs tables, the rank logs and the language server:
-# it imports nothing
+# it imports nothing; so does text in a wide encoding (encodings), which serves the runs tables
+# and the trace reader
 LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
             "astral_dsl.cancel": "records", "astral_dsl.methodcache": "records",
             "astral_dsl.filedigest": "records", "astral_dsl.jsonin": "records",
             "astral_dsl.launch": "cli", "astral_dsl.pools": "records",
             "astral_dsl.pipeline_scenarios": "pipeline", "astral_dsl.regularfile": "records",
-            "astral_dsl.line_ends": "records"}
+            "astral_dsl.line_ends": "records", "astral_dsl.encodings": "records"}
 
 
 def _layer(module: str) -> str:

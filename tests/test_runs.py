@@ -64,19 +64,41 @@ def _only(diags):
 
 
 # ---- the reader on bad input -------------------------------------------------------------------------------
+@pytest.mark.parametrize("encoding, said", [
+    ("utf-16", "UTF-16"), ("utf-16-le", "UTF-16 (or UTF-32, without a byte-order mark)"),
+    ("utf-32", "UTF-32")])
+def test_a_table_in_a_wide_encoding_says_which(tmp_path, encoding, said):
+    """A table saved by Windows' PowerShell 5 (UTF-16 by default) was `not UTF-8 text (byte
+    0xff)`, or without a byte-order mark `binary (it holds NUL bytes)`: now named, with the
+    conversion, as a rank log in one is (E781)."""
+    path = tmp_path / "t.csv"
+    path.write_bytes((",".join(COLUMNS) + "\n").encode(encoding))
+    d = _only(read_table(path).diagnostics)
+    assert (d.code, d.message) == ("E766", f"the runs table is {said} text, not UTF-8")
+    assert (d.span.start.line, d.span.start.column) == (1, 1)
+    assert f"`iconv -f {said[:6]} -t UTF-8`" in d.hint and "Out-File -Encoding utf8" in d.hint
+
+
 def test_an_empty_table_has_no_header():
     d = _only(parse_table("", "t.csv").diagnostics)
     assert "empty" in d.message and d.span.start.line == 1 and "id,source_url" in d.hint
 
 
-def test_a_table_without_its_header_names_the_first_unknown_columns():
+def test_a_table_without_its_header_says_so_once():
+    """Its first row's cells were said as unknown columns (eight, then `23 more`) and every
+    column as missing: ten E766 around the one thing wrong. A design given as a table
+    (`astral runs x.astral`) alike, its first comment's words as columns."""
     text = _csv([_row("k22b_full")]).split("\n", 1)[1]      # the data line first
     t = parse_table(text, "t.csv")
     assert not t.valid and not t.runs
-    unknown = [d for d in t.diagnostics if "unknown column" in d.message]
-    assert unknown and unknown[0].message == "unknown column `k22b_full` in the runs table"
-    assert (unknown[0].span.start.line, unknown[0].span.start.column) == (1, 1)
-    assert any("lacks the column(s) id" in d.message for d in t.diagnostics)
+    d = _only(t.diagnostics)
+    assert d.message == ("the first line names none of a runs table's columns: it is not a runs "
+                         "table's header")
+    assert (d.code, d.span.start.line, d.span.start.column) == ("E766", 1, 1)
+    assert d.hint == "the first line names the columns: " + ",".join(COLUMNS)
+    d = _only(parse_table("// a design\nsite S {}\n", "lab.astral").diagnostics)
+    assert d.hint == ("a design is forecast by `astral forecast lab.astral`; `astral runs` reads "
+                      "a runs table, CSV (docs/runs.md)")
 
 
 def test_a_table_separated_by_semicolons_or_tabs_says_so_once():
@@ -145,7 +167,7 @@ def test_bad_cells_reject_their_row_with_the_field_and_why_and_keep_the_others()
                                                    "k22b_full"]
     problems = [r.problems for r in t.runs]
     assert problems[0] == (("tp", "2.5 is not a whole number"),)
-    assert problems[1] == (("gpus", "-8 is outside 1 - 1e+09"),)
+    assert problems[1] == (("gpus", "-8 is outside 1 - 1,000,000,000"),)
     assert problems[2] == (("step_time_s", "inf is not a finite number"),)
     assert problems[3] == (("layers", "`many` is not a number"),)
     assert problems[4] == ()
@@ -177,7 +199,7 @@ def test_each_rejected_cell_is_e777_at_its_line_and_column_with_a_hint():
          f"row `frac` is rejected: row: {len(COLUMNS) + 1} cells for {len(COLUMNS)} columns"),
         ("E777", 4, 1, 13 + len(COLUMNS) - 3,
          "row `frac` is rejected: id: `frac` is also the id of line 2")]
-    assert t.rejected[0].hint.startswith("a whole number from 1 to 65536")
+    assert t.rejected[0].hint.startswith("a whole number from 1 to 65,536")
     assert t.rejected[1].hint.startswith("a finite number from 1e-06 to 1e+09")
     assert "quote a cell that holds a comma" in t.rejected[2].hint
 

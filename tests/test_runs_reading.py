@@ -49,6 +49,16 @@ def test_a_comma_is_a_thousands_separator_only_between_groups_of_three_digits():
         ("rejected", "tokens_per_s_per_gpu"), ("rejected", "gbs")]
 
 
+def test_a_count_outside_its_range_is_said_with_its_digits():
+    """`vocab: 1.07374e+09` was the bound said for 2^30, `hidden: 1.67772e+07` for 2^24."""
+    rows = [_row("k22b_full", id="vocab", vocab="1e23"),
+            _row("k22b_full", id="hidden", hidden="20,000,000"),
+            _row("k22b_full", id="fsdp", fsdp="-2")]
+    assert _problems(rows) == {"vocab": (("vocab", "1e+23 is outside 1 - 1,073,741,824"),),
+                               "hidden": (("hidden", "20,000,000 is outside 1 - 16,777,216"),),
+                               "fsdp": (("fsdp", "-2 is outside 0 - 1,000,000,000"),)}
+
+
 def test_a_rows_tokens_per_s_and_step_time_must_be_one_measurement():
     # r117: 128 x 8,192 tokens a step on 8 GPUs in 4.16 s = 31,507.7 tokens/s per GPU, as it
     # publishes (31,508). A step rounded to 4.2 s (31,207.6: 1 % off) is read; "3,87" written
@@ -112,6 +122,29 @@ def test_virtual_stages_without_a_pipeline_blame_the_vp_column():
     (p,) = prepare(t)
     assert p.status == "not_expressible" and p.field == "vp", (p.field, p.reason)
     assert p.reason.startswith("E760: ") and "pp = 1" in p.reason
+
+
+def test_experts_and_experts_per_token_are_given_together_or_lent_by_the_stdlib():
+    """k22b_sel (GPT-22B, dense, its architecture in the row) given 8 experts and no moe_topk
+    was forecast with top_k 1 unsaid (the language's default) at +584 % and fitted on; given a
+    moe_topk and no experts, the moe_topk was dropped unsaid. A stdlib MoE model named without
+    its architecture lends its own (r001: DeepSeek-V3's 8 of 256)."""
+    rows = [_row("k22b_sel", id="experts", moe_experts="8"),
+            _row("k22b_sel", id="topk", moe_topk="2"),
+            _row("k22b_sel", id="both", moe_experts="8", moe_topk="2"),
+            _row("k22b_sel", id="dense")]
+    got = {p.row.id: (p.status, p.field, p.reason) for p in prepare(parse_table(_csv(rows),
+                                                                                "t.csv"))}
+    assert got["experts"] == ("not_expressible", "moe_topk", (
+        "the row gives 8 experts (moe_experts) but not how many each token is routed to "
+        "(`moe_topk`): give it"))
+    assert got["topk"] == ("not_expressible", "moe_topk", (
+        "moe_topk = 2 but the model has no experts (no `moe_experts`, nor stdlib.models "
+        "GPT_22B): give both, or neither for a dense model"))
+    assert got["both"][0] == got["dense"][0] == "ok"
+    (p,) = prepare(parse_table(_csv([_row("r001", id="named", layers="", hidden="", heads="",
+                                          kv_heads="", ffn_hidden="", moe_topk="")]), "t.csv"))
+    assert p.status == "ok", (p.field, p.reason)
 
 
 def test_a_sharding_group_must_divide_the_ranks_it_shards():

@@ -536,6 +536,13 @@ def test_plot_names_every_stage_at_64_stages():
     ("operator,shape,dtype,time\nfc1,1x1x1,bf16,1\nfc2,1x1x1,bf16,-1\n",
      "line 3: time `-1` is not a finite time >= 0"),
     ("operator,shape\nfc1,1x1x1\n", "line 2: the row has no time, time_ms or time_us"),
+    # a time past an hour, a unit slip: 1e308 s made the iteration infinite (a usage error that
+    # named no line, "the value of a Quantity is a finite number"), 1e300 s one of 302 digits
+    ("operator,shape,dtype,time\ngemm,4096x14336x4096,bf16,1e308\n",
+     "line 2: time `1e308` is more than an hour: one operator's measured time (milliseconds go "
+     "in time_ms, microseconds in time_us)"),
+    ("operator,shape,dtype,time_us\ngemm,4096x14336x4096,bf16,3.7e9\n",
+     "line 2: time_us `3.7e9` is more than an hour"),
     (b"\xff\xfe\x00", "not a UTF-8 CSV table"),
     ("fifo", "not a regular file"),
 ])

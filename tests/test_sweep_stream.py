@@ -72,7 +72,8 @@ def test_an_output_that_cannot_be_opened_is_a_usage_error(tmp_path, capsys):
                  "-o", str(tmp_path / "no" / "rows.csv")])
     err = capsys.readouterr().err
     assert code == 2
-    assert f"-o {tmp_path / 'no' / 'rows.csv'}: No such file or directory" in err
+    assert f"-o: cannot write `{tmp_path / 'no' / 'rows.csv'}`: there is no folder " \
+           f"`{tmp_path / 'no'}`" in err
     assert "Traceback" not in err
     assert not os.path.exists(tmp_path / "no")
 

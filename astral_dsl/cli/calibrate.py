@@ -109,7 +109,7 @@ def run(args, overrides) -> int:
     if unusable is not None:
         return usage(unusable, _said(diags, tables))
     rejected = [d for _, table in tables for d in table.rejected]     # E777, at their cells
-    diags = _said(diags, tables) + _warnings(doc, tables)
+    diags = _said(diags, tables) + _twice(tables, every) + _warnings(doc, tables)
     owner = {id(run): name for name, table in tables for run in table.runs}
     unused = _unused(every, owner)
     differ = out.compare(doc, old_doc) if old_doc is not None else None
@@ -218,6 +218,49 @@ def _said(diags, tables) -> list:
     tokens/s and step time disagree (W778), at their cells."""
     return list(diags) + [d for _, table in tables for d in table.rejected] \
         + [d for _, table in tables for d in table.warnings]
+
+
+# rows that repeat an earlier one said one by one, the rest in one W779 (a table given twice
+# under two names repeats every row)
+TWICE_SHOWN = 8
+TWICE_HINT = ("keep one of the two; a run repeated to measure its spread differs in its figures "
+              "or its source_version (docs/runs.md)")
+
+
+def _twice(tables, every) -> list:
+    """W779 for each row fitted that repeats an earlier one (of its table or another) in every
+    cell but its id and notes: one publication given twice (a table and its copy, both named)
+    was fitted twice, weighing twice, and said as a run "published more than once". `every`:
+    the prepared rows (runs/evaluate.py)."""
+    from astral_dsl.diagnostics import Diagnostic, Severity, Span
+    from astral_dsl.runs import score
+
+    fitted = {id(p.row) for p in every if p.status == "ok" and score.published(p.row)[0]}
+    seen: dict = {}
+    found = []
+    for _, table in tables:
+        for run in table.runs:
+            if id(run) not in fitted:
+                continue
+            key = (tuple(kv for kv in run.text if kv[0] not in ("id", "notes")), run.values)
+            first = seen.setdefault(key, (table.file, run))
+            if first[1] is not run:
+                found.append((table.file, run, first))
+
+    def at(file, run):
+        return Span.at(file, run.line, 1, run.line, 1 + max(1, len(run.id)))
+
+    out = [Diagnostic("W779", Severity.WARNING, f"row `{run.id}` repeats row `{first.id}` "
+                      f"({where}, line {first.line}) in every cell but its id and notes: the "
+                      f"same run, fitted twice, weighs twice in the fit", at(file, run),
+                      TWICE_HINT, file=file)
+           for file, run, (where, first) in found[:TWICE_SHOWN]]
+    if len(found) > TWICE_SHOWN:
+        file, run, _ = found[TWICE_SHOWN]
+        out.append(Diagnostic("W779", Severity.WARNING, f"{len(found) - TWICE_SHOWN:,} more "
+                              f"row(s) repeat an earlier one in every cell but its id and "
+                              f"notes, from here on", at(file, run), TWICE_HINT, file=file))
+    return out
 
 
 def _warnings(doc: dict, tables) -> list:

@@ -240,6 +240,15 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
         return check(workspace, None, scenarios, all_scenarios, baseline)
 
 
+def accepted_apart(diagnostics, design):
+    """(the diagnostics to report, the warnings the design's `allow`s accept): as `astral
+    check` keeps them apart, for a command that prints a design's diagnostics beside its own
+    result (model/allows.py apart)."""
+    from astral_dsl.model.allows import apart
+
+    return apart(diagnostics, design.allows)
+
+
 def unreadable(design) -> bool:
     return any(d.code == "E100" or (d.code == "E108" and d.span is None)
                for d in design.diagnostics)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_OK, add_calibration, add_common, colour, open_path,
+from astral_dsl.cli.common import (EXIT_OK, accepted_apart, add_calibration, add_common, colour,
+                                   open_path,
                                    print_diagnostics, unreadable, usage, design_written_over,
                                    written_over)
 from astral_dsl.regularfile import output
@@ -165,8 +166,12 @@ def _show(args, design, diags, result, found=None) -> int:
     from astral_dsl.outputs import diagnosis as out
     from astral_dsl.outputs.jsonout import dumps, envelope
 
+    from astral_dsl.outputs.jsonout import accepted_json
+
+    diags, accepted = accepted_apart(diags, design)     # the warnings its `allow`s accept
     verdict = out.final_verdict(result, diags)   # part not seen: no all-clear for it
-    doc = envelope(diags, file=design.file, **out.to_json(result, verdict, found))
+    doc = envelope(diags, file=design.file, accepted=accepted_json(accepted),
+                   **out.to_json(result, verdict, found))
     if args.output:
         try:
             with open(output(args.output), "w", encoding="utf-8") as fh:
@@ -176,7 +181,7 @@ def _show(args, design, diags, result, found=None) -> int:
     if args.format == "json":
         sys.stdout.write(dumps(doc) + "\n")
     else:
-        print_diagnostics(diags, colour(args), sys.stdout)
+        _print(args, diags, accepted)
         sys.stdout.write(out.render(result, found, verdict))
         if args.output:
             sys.stderr.write(f"note: diagnosis written to {args.output}\n")
@@ -185,16 +190,28 @@ def _show(args, design, diags, result, found=None) -> int:
 
 def _fail(args, design, diags, verdict, message=None) -> int:
     from astral_dsl.outputs import diagnosis as out
-    from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope
 
+    diags, accepted = accepted_apart(diags, design)
     if args.format == "json":
         sys.stdout.write(dumps(envelope(diags, file=design.file, error=message,
+                                        accepted=accepted_json(accepted),
                                         **out.verdict_json(verdict))) + "\n")
     else:
-        print_diagnostics(diags, colour(args), sys.stdout)
+        _print(args, diags, accepted)
         if message:
             sys.stdout.write(f"astral diagnose: {message}\n")
     return out.EXIT_CODES[verdict]
+
+
+def _print(args, diags, accepted) -> None:
+    """The diagnostics reported, then the warnings the design accepts, a line each (as
+    `astral forecast` and `astral check` print them)."""
+    from astral_dsl.outputs.human import accepted_lines
+    from astral_dsl.outputs.terminal import printable_line
+
+    print_diagnostics(diags, colour(args), sys.stdout)
+    sys.stdout.writelines(printable_line(line + "\n") for line in accepted_lines(accepted))
 
 
 __all__ = ["NAME", "HELP", "register", "run"]

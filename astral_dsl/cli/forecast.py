@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
-                                   colour, open_path, plot_failure, plotted, print_diagnostics,
-                                   schema_first, unreadable, usage, design_written_over,
-                                   written_over)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, accepted_apart,
+                                   add_common, add_schema, colour, open_path, plot_failure,
+                                   plotted, print_diagnostics, schema_first, unreadable, usage,
+                                   design_written_over, written_over)
 from astral_dsl.regularfile import output
 
 NAME = "forecast"
@@ -195,12 +195,9 @@ def _write_ranks(design, args):
 def _fail(args, design, diags, code) -> int:
     """The diagnostics of a forecast that did not run, but those the design accepts (`allow`),
     as when it runs."""
-    from astral_dsl.model.allows import accept, once
     from astral_dsl.outputs.jsonout import dumps, envelope
 
-    accepted = [a.diagnostic for a in accept(once(diags), design.allows,
-                                             complete=False).accepted]
-    diags = [d for d in diags if d not in accepted]          # in their order
+    diags, _ = accepted_apart(diags, design)
 
     if args.format == "json":
         sys.stdout.write(dumps(envelope(diags, file=design.file)) + "\n")

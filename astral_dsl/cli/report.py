@@ -67,6 +67,9 @@ def run(args, overrides) -> int:
         diagnosis = _diagnosis(args.diagnosis)
         if isinstance(diagnosis, str):
             return usage(diagnosis)
+        other = _of_another_design(args.diagnosis, diagnosis, design, args.file)
+        if other is not None:
+            return usage(other)
     from astral_dsl.outputs.progress import Progress
 
     try:
@@ -112,6 +115,18 @@ def _write(path: str, data: bytes):
         return None
     except OSError as exc:
         return exc.strerror or str(exc)
+
+
+def _of_another_design(path: str, doc: dict, design, file: str):
+    """Why the diagnosis is not of this design (its job is none the design declares), or None:
+    the page of a design without a job showed another design's diagnosis as its own."""
+    job = doc.get("job")
+    declared = [j.template for j in design.jobs]
+    if not isinstance(job, str) or job in declared:
+        return None
+    return (f"--diagnosis: `{path}` diagnoses job `{job}`, which {file} does not declare "
+            f"({'jobs: ' + ', '.join(declared[:20]) if declared else 'it declares no job'}): "
+            f"a diagnosis of another design")
 
 
 def _diagnosis(path: str):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_calibration, \
-    add_common, colour, open_path, print_diagnostics, unreadable, usage
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, accepted_apart, \
+    add_calibration, add_common, colour, open_path, print_diagnostics, unreadable, usage
 
 NAME = "synth"
 HELP = "a drill: a job's observed data with an injected fault, for `astral diagnose`"
@@ -83,15 +83,15 @@ def run(args, overrides) -> int:
         return failed
     design = open_path(args.file, overrides).sized    # the values sizing chose for its `?`s
     if not design.valid:       # as every command: 2 for a file it cannot read, 1 for errors
-        return _fail(args, design.diagnostics, design.file,
+        return _fail(args, design, design.diagnostics,
                      EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
     try:
         fc = seer.forecast(design, job=args.job, calibration=calibration)
         rm = diagnose.rank_map(design, args.job)
     except (seer.ForecastError, diagnose.DiagnoseError) as exc:
         if getattr(exc, "diagnostics", None):          # the job's errors, as forecast's
-            return _fail(args, list(design.diagnostics) + list(exc.diagnostics),
-                         design.file, EXIT_ERRORS)
+            return _fail(args, design, list(design.diagnostics) + list(exc.diagnostics),
+                         EXIT_ERRORS)
         return usage(str(exc))
     records = _records(fc, rm, args.iterations)
     if records > MAX_RECORDS:
@@ -114,8 +114,8 @@ def run(args, overrides) -> int:
     except SynthError as exc:
         if exc.field is None:
             return usage(str(exc))
-        return _fail(args, list(design.diagnostics) + [_unreplayed(design, fc, exc)],
-                     design.file, EXIT_ERRORS)
+        return _fail(args, design, list(design.diagnostics) + [_unreplayed(design, fc, exc)],
+                     EXIT_ERRORS)
     out = args.output
     from astral_dsl.observe.ranklog import MAX_ROWS
 
@@ -136,11 +136,14 @@ def run(args, overrides) -> int:
     stream = sys.stderr if args.quiet_answer else sys.stdout
     if args.format == "json":
         # here: `astral --help` imports this module (for start-up)
-        from astral_dsl.outputs.jsonout import dumps, envelope
+        from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope
 
         # the envelope of every command's JSON, the design's and the job's warnings with it
-        stream.write(dumps(envelope(list(design.diagnostics) + list(fc.diagnostics),
-                                    file=design.file, **answer)) + "\n")
+        # (those its `allow`s accept apart)
+        diags, accepted = accepted_apart(list(design.diagnostics) + list(fc.diagnostics),
+                                         design)
+        stream.write(dumps(envelope(diags, file=design.file, accepted=accepted_json(accepted),
+                                    **answer)) + "\n")
     else:
         what = ", ".join(f"{f.kind} {f.part} (severity {f.severity:g})" for f in faults) \
             or "no fault (a healthy run)"
@@ -177,6 +180,15 @@ def _asked(args):
         return None, usage("--fault none is a healthy run: it cannot go with another --fault")
     parts = args.part or [None] * len(kinds)
     severities = args.severity or [None] * len(kinds)
+    # (each was dropped unsaid: `--severity 2` without a --fault drilled a healthy run, `--part
+    # ''` a part drawn at random)
+    if "none" in kinds and (args.part or args.severity):
+        return None, usage(f"{'--part' if args.part else '--severity'} with no fault to drill "
+                           f"(--fault none, the default): a healthy run has no faulty part nor "
+                           f"severity")
+    if "" in parts:
+        return None, usage("--part ``: name the part (a path such as `Site.racks[0].hosts[0]`)"
+                           ", or leave --part out for one drawn at random")
     for kind, severity in zip(kinds, severities):
         why = _bad_severity(kind, severity)
         if why:
@@ -208,15 +220,21 @@ def _drawn(kind, part, severity, rm, fc, rng, args):
     return fault, None
 
 
-def _fail(args, diagnostics, file, code: int) -> int:
+def _fail(args, design, diagnostics, code: int) -> int:
     """A design or job that cannot be drilled: its diagnostics as the JSON envelope on standard
-    output, or on standard error."""
+    output, or on standard error; the warnings its `allow`s accept apart."""
+    diagnostics, accepted = accepted_apart(diagnostics, design)
     if args.format == "json":
-        from astral_dsl.outputs.jsonout import dumps, envelope
+        from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope
 
-        sys.stdout.write(dumps(envelope(diagnostics, file=file)) + "\n")
+        sys.stdout.write(dumps(envelope(diagnostics, file=design.file,
+                                        accepted=accepted_json(accepted))) + "\n")
     else:
+        from astral_dsl.outputs.human import accepted_lines
+        from astral_dsl.outputs.terminal import printable_line
+
         print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
+        sys.stderr.writelines(printable_line(line + "\n") for line in accepted_lines(accepted))
     return code
 
 

@@ -235,6 +235,7 @@ CODES: dict[str, str] = {
     "W760": "context-parallel chunks under a FlashAttention tile",
     "W769": "a fit on fewer configurations than the constants it moves",
     "W778": "a runs-table row's tokens per second and step time disagree",
+    "W779": "a runs-table row repeats another in every cell but its id",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
     "E780": "observed file cannot be read",
     "E781": "observed file is truncated, corrupt or not text",

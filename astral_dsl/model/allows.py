@@ -159,3 +159,14 @@ def once(diagnostics: Iterable[Diagnostic]) -> Tuple[Diagnostic, ...]:
             seen.add(key)
         out.append(d)
     return tuple(out)
+
+
+def apart(diagnostics: Iterable[Diagnostic], allows: Sequence[Allow]
+          ) -> Tuple[List[Diagnostic], Tuple[Accepted, ...]]:
+    """(the diagnostics to report, in their order, each warning once; the warnings `allows`
+    accept): for a command that says a design's diagnostics beside its own result without the
+    whole check (no stale `allow` is said: what it would have accepted may not have run)."""
+    kept = once(diagnostics)
+    accepted = accept(kept, allows, complete=False).accepted
+    taken = {id(a.diagnostic) for a in accepted}
+    return [d for d in kept if id(d) not in taken], accepted

@@ -47,7 +47,10 @@ def idle_by_cause(files: Dict[int, str], iterations: Dict[int, Sequence[int]]
 
 
 def _idle(TraceAnalysis, files, iterations) -> Dict[int, Dict[str, float]]:
-    a = TraceAnalysis(trace_files=dict(files), include_last_profiler_step=True)
+    # each file by its absolute path: HTA joins a relative one to its own trace_dir
+    # (/tmp/trace), so `--observed run/rank-0.json.gz` was W793 ("validation failed")
+    a = TraceAnalysis(trace_files={r: os.path.abspath(f) for r, f in files.items()},
+                      include_last_profiler_step=True)
     out: Dict[int, Dict[str, float]] = {}
     for rank in sorted(files):
         df = a.t.traces[rank]

@@ -16,7 +16,7 @@ import threading
 import zlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from astral_dsl import records
+from astral_dsl import encodings, records
 from astral_dsl.regularfile import open_regular
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.line_ends import lines_of
@@ -216,7 +216,7 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
                          "copy the file again from the host that wrote it")]
     if len(data) > MAX_BYTES:
         return [], [_too_large(path)]
-    wide = _wide(data)
+    wide = encodings.wide(data)
     if wide is not None:
         return [], [diag("E781", f"the file is {wide} text, not UTF-8", path,
                          f"a trace or a rank log is read as UTF-8: convert it (`iconv -f "
@@ -272,25 +272,6 @@ def _parse(path: str, held: List[bytes]) -> Tuple[List[RankTrace], List[Diagnost
     return [], [diag("E782", "not a profiler trace or a rank log: expected a JSON trace, JSON "
                              "Lines or CSV with a `rank,iteration,phase,start_s,duration_s` "
                              "header", path)]
-
-
-_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
-              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
-
-
-def _wide(data: bytes) -> Optional[str]:
-    """"UTF-16" or "UTF-32" for text in one of them (Windows' PowerShell 5 writes UTF-16 by
-    default): by its byte-order mark, or without one by a zero byte at every other place of
-    its first 64 (ASCII text in UTF-16) and none at the others (a file of zero bytes, what a
-    writer killed before its data reached the disk may leave, is not text at all); else None."""
-    for bom, name in _WIDE_BOMS:
-        if data.startswith(bom):
-            return name
-    head = data[:64]
-    even, odd = any(head[0::2]), any(head[1::2])
-    if len(head) >= 8 and even != odd:
-        return "UTF-16 (or UTF-32, without a byte-order mark)"
-    return None
 
 
 def _open_regular(path: str):

@@ -182,6 +182,22 @@ def _model_fields(row: Run) -> Tuple[Optional[Dict[str, object]], str, List[str]
     return f, name or "", assumed, ""
 
 
+def _routing(row: Run, fields: Dict[str, object], lent: str) -> Optional[str]:
+    """Why the row's experts per token cannot be known, or None: experts of a model the stdlib
+    does not lend (whose top_k would be the language's default, 1, unsaid: a row of 8 experts
+    and no moe_topk was forecast at +584 % and fitted on), or a moe_topk with no experts (a
+    dense model: it was dropped unsaid)."""
+    if row.count("moe_topk") is not None and not fields.get("experts"):
+        return (f"moe_topk = {row.count('moe_topk'):,} but the model has no experts (no "
+                f"`moe_experts`{'' if not lent else f', nor stdlib.models {lent}'}): give both, "
+                f"or neither for a dense model")
+    if row.count("moe_experts") and row.count("moe_topk") is None and "top_k" not in fields \
+            and not dict(stdlib_models().get(lent, {})).get("experts"):
+        return (f"the row gives {row.count('moe_experts'):,} experts (moe_experts) but not how "
+                f"many each token is routed to (`moe_topk`): give it")
+    return None
+
+
 def _value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -230,6 +246,9 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
                                   "(notes); Seer lowers transformer layers only")
         return NotExpressible(row, missing, f"the row gives no `{missing}` and no stdlib model "
                               f"is named `{row.model}`")
+    routing = _routing(row, fields, lent)
+    if routing is not None:
+        return NotExpressible(row, "moe_topk", routing)
     gpus = row.count("gpus")
     seq = row.count("seq_len")
     gbs = row.count("gbs")

@@ -139,11 +139,10 @@ def _cell(name: str, raw: str) -> Tuple[Optional[float], Optional[str]]:
     if name in COUNTS:
         if value != int(value):
             return None, f"{raw.strip()} is not a whole number"
-        if name == "fsdp":
-            if value < 0 or value > COUNTS[name]:
-                return None, f"{value:g} is outside 0 - {COUNTS[name]:g}"
-        elif value < 1 or value > COUNTS[name]:
-            return None, f"{value:g} is outside 1 - {COUNTS[name]:g}"
+        low = 0 if name == "fsdp" else 1
+        if not low <= value <= COUNTS[name]:     # said as counts: 1.07374e+09 was 2^30
+            shown = f"{int(value):,}" if abs(value) < 1e15 else f"{value:g}"
+            return None, f"{shown} is outside {low} - {COUNTS[name]:,.0f}"
         return float(int(value)), None
     low, high = RATES[name]
     if not low <= value <= high:
@@ -155,6 +154,17 @@ def _cell(name: str, raw: str) -> Tuple[Optional[float], Optional[str]]:
 # many diagnostics (over 120 s and growing memory for a 10 MB table, under the 64 MiB cap)
 UNKNOWN_SHOWN = 8
 _COLUMNS_HINT = "a runs table has the columns of docs/runs.md: " + ", ".join(COLUMNS)
+
+
+def _no_header(file: str, width: int) -> Diagnostic:
+    """E766 for a first line that names none of the columns: a design, or a table whose header
+    was left out (its first row's cells were said as unknown columns, and every column as
+    missing)."""
+    hint = (f"a design is forecast by `astral forecast {file}`; `astral runs` reads a runs "
+            f"table, CSV (docs/runs.md)" if file.endswith(".astral") else
+            "the first line names the columns: " + ",".join(COLUMNS))
+    return err("E766", "the first line names none of a runs table's columns: it is not a "
+               "runs table's header", file, 1, 1, max(2, min(width, 120) + 1), hint)
 
 
 def parse_table(text: str, file: str) -> RunsTable:
@@ -184,6 +194,8 @@ def parse_table(text: str, file: str) -> RunsTable:
             "E766", f"the runs table's cells are separated by {SEPARATORS[sep]}, not commas",
             file, 1, at, at + 1, "save it as CSV with commas between cells (and a decimal "
             "point in numbers: a spreadsheet's `CSV UTF-8`)"),))
+    if not set(names) & set(COLUMNS):       # each cell was an unknown column (and more)
+        return RunsTable(file, (), (_no_header(file, len(",".join(header))),))
     diags: List[Diagnostic] = []
     col, unknown = 1, 0
     for h, raw in zip(names, header):
@@ -264,7 +276,7 @@ def _hint(field: str, why: str = "") -> str:
         return REJECT_HINTS[field]
     if field in COUNTS:
         low = 0 if field == "fsdp" else 1
-        return (f"a whole number from {low} to {COUNTS[field]:g}, `n/a` where the run does not "
+        return (f"a whole number from {low} to {COUNTS[field]:,.0f}, `n/a` where the run does not "
                 "use the dimension, or empty (docs/runs.md)")
     low, high = RATES.get(field, (0.0, 0.0))
     return (f"a finite number from {low:g} to {high:g} (a decimal point, commas only between "
@@ -344,6 +356,7 @@ def read_table(path) -> RunsTable:
         return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR, message, span, hint,
                                                file=name),))
 
+    from astral_dsl.encodings import wide as wide_text
     from astral_dsl.regularfile import read_regular
     from astral_dsl.semantics.modules import unreadable_hint
 
@@ -357,6 +370,11 @@ def read_table(path) -> RunsTable:
         hint = unreadable_hint(exc.errno, "its CSV file", imports=False)
         return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR, f"cannot read the runs "
                                                f"table: {exc.strerror}", hint=hint, file=name),))
+    wide = wide_text(data)
+    if wide is not None:      # said as a byte 0xff, or (without a byte-order mark) as binary
+        return fail(f"the runs table is {wide} text, not UTF-8", "save it as UTF-8 (CSV UTF-8 "
+                    f"in a spreadsheet; `iconv -f {wide[:6]} -t UTF-8`; in Windows PowerShell, "
+                    f"`Out-File -Encoding utf8`)", 0)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -245,6 +245,10 @@ def _row(key: Tuple[str, str, str]) -> str:
     return "`{}`, shape `{}`, {}".format(*key)
 
 
+# an operator measured at more than an hour is a unit slip (microseconds written in `time`)
+MAX_OPERATOR_S = 3600.0
+
+
 def _seconds(rec: Dict[str, str], where: str) -> float:
     """A row's time in seconds, from `time`, `time_ms` or `time_us`."""
     for column, scale in (("time", 1.0), ("time_ms", 1e-3), ("time_us", 1e-6)):
@@ -256,6 +260,10 @@ def _seconds(rec: Dict[str, str], where: str) -> float:
                 raise ValueError(f"{where}: {column} `{text}` is not a number") from None
             if not math.isfinite(t) or t < 0:
                 raise ValueError(f"{where}: {column} `{text}` is not a finite time >= 0")
+            if t > MAX_OPERATOR_S:      # 1e308 s made the iteration infinite, 1e300 s 302 digits
+                raise ValueError(f"{where}: {column} `{text}` is more than an hour: one "
+                                 f"operator's measured time (milliseconds go in time_ms, "
+                                 f"microseconds in time_us)")
             return t
     raise ValueError(f"{where}: the row has no time, time_ms or time_us")
 

@@ -6,17 +6,20 @@ events linked to their GPU kernels by `correlation`, NCCL kernels with their col
 process-group arguments."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import shutil
+import tempfile
 from typing import Dict, List, Optional
 
 import attrs
 import numpy as np
 
-from astral_dsl.regularfile import created
+from astral_dsl.regularfile import created, not_a_link
 from astral_dsl.synth.generator import OPS, PHASE_NAMES, Synthetic
-from astral_dsl.regularfile import output
+from astral_dsl.outputs.whole import whole
 
 KERNELS = {   # representative kernel names (H100, cuBLAS / NCCL 2.2x)
     "forward": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_cublas",
@@ -171,7 +174,7 @@ def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels"
     n = len(cols[0])
     if max_lines is not None and n + (fmt == "csv") > max_lines:
         raise TooLong(n + (fmt == "csv"))
-    with open(output(path), "w", encoding="utf-8") as fh:
+    with whole(path, "utf-8") as fh:     # whole or not at all: Ctrl-C left half a log
         if fmt == "csv":
             fh.write("rank,iteration,phase,start_s,duration_s,peer,op\n")
             if not n:
@@ -214,24 +217,40 @@ def to_observed(s: Synthetic, name: str = "<generated log>", timers: str = "kern
 
 
 def write_traces(s: Synthetic, directory: str, compress: bool = True) -> List[str]:
-    """One Kineto-style trace per rank: rank-N.json(.gz)."""
+    """One Kineto-style trace per rank: rank-N.json(.gz). All or none of them: each is written
+    into a folder of its own inside `directory` and the traces are moved out of it once every
+    one is written (a drill's thousand traces take seconds: Ctrl-C left some of them, which
+    `astral diagnose` read as a job with missing ranks, or beside an earlier drill's as one
+    job); when that fails, the folder goes, and `directory` too if it was made here."""
+    names = [f"rank-{r}.json" + (".gz" if compress else "") for r in range(s.world)]
+    made = not os.path.isdir(directory)
     os.makedirs(directory, exist_ok=True)
-    order = _order(s)
-    bounds = np.searchsorted(s.rank[order], np.arange(s.world + 1))
-    member = _membership(s)
-    paths = []
-    for r in range(s.world):
-        sel = order[bounds[r]:bounds[r + 1]]
-        doc = _trace(s, r, sel, member[r])
-        name = os.path.join(directory, f"rank-{r}.json" + (".gz" if compress else ""))
-        data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
-        with open(created(name), "wb") as raw:
-            # mtime 0: the gzip header holds no time of writing (same input, same bytes)
-            with (gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0,
-                                filename="") if compress else raw) as fh:
-                fh.write(data)
-        paths.append(name)
-    return paths
+    for name in names:          # a link named as a trace is refused, as `created` refuses it
+        not_a_link(os.path.join(directory, name))
+    staging = tempfile.mkdtemp(prefix=".astral-", dir=directory)
+    try:
+        order = _order(s)
+        bounds = np.searchsorted(s.rank[order], np.arange(s.world + 1))
+        member = _membership(s)
+        for r, name in enumerate(names):
+            sel = order[bounds[r]:bounds[r + 1]]
+            doc = _trace(s, r, sel, member[r])
+            data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+            with open(created(os.path.join(staging, name)), "wb") as raw:
+                # mtime 0: the gzip header holds no time of writing (same input, same bytes)
+                with (gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0,
+                                    filename="") if compress else raw) as fh:
+                    fh.write(data)
+        for name in names:      # (a link put there since is replaced, never followed)
+            os.replace(os.path.join(staging, name), os.path.join(directory, name))
+        os.rmdir(staging)
+    except BaseException:        # a disk full, Ctrl-C
+        shutil.rmtree(staging, ignore_errors=True)
+        if made:
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)             # only when nothing else is in it
+        raise
+    return [os.path.join(directory, name) for name in names]
 
 
 def _membership(s: Synthetic):

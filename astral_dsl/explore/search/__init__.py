@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 
 from astral_dsl import records
+from astral_dsl.model.allows import apart
 from astral_dsl.explore.bundle import load_with_bundle
 from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.search import space as _space
@@ -132,13 +133,15 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     base = ws.sized
     # the design's diagnostics, warnings too (W100 of an empty file), before the job's: what
     # `astral forecast` says of the same design
+    # (but those its `allow`s accept, which a search's result never lists)
+    said = apart(base.diagnostics, base.allows)[0]
     if not base.valid:
-        raise SearchError("the design has errors", list(base.diagnostics))
+        raise SearchError("the design has errors", said)
     setup = Setup(tuple(sorted(sets.items())), job, tuple(sorted(set(gpus))), calibration)
     try:
         state = State(base, setup)
     except SetupError as exc:
-        raise SearchError(str(exc), list(base.diagnostics) + exc.diagnostics) from None
+        raise SearchError(str(exc), said + exc.diagnostics) from None
     too_many = [n for n in setup.gpus if n > state.cluster.gpus or n < 1]
     if too_many:
         raise SearchError(f"--gpus {too_many[0]}: the placement `{state.cluster.placement}` "

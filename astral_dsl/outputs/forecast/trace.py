@@ -12,7 +12,7 @@ from typing import Iterator, List, Optional
 
 from astral_dsl.seer.timeline import STREAM_NAMES, STREAM_ORDER, count, describe, events, \
     timeline
-from astral_dsl.regularfile import output
+from astral_dsl.outputs.whole import whole
 
 MAX_EVENTS = 300_000          # ~50 MB of JSON: more is a file nobody can open
 MAX_ASKED_EVENTS = 3_000_000  # ~500 MB of JSON, about what Perfetto's UI loads
@@ -140,7 +140,7 @@ def write_trace(fc, path: str, level: Optional[str] = None, window=None) -> str:
     dump = json.JSONEncoder(separators=(",", ":")).encode
     tl = timeline(fc, window, level)
     used = _used(tl)
-    with open(output(path), "w", encoding="utf-8") as fh:
+    with whole(path, "utf-8") as fh:     # whole or not at all: Ctrl-C left half a trace
         fh.write('{"traceEvents":[')
         first = True
         for text in _texts(tl, dump):
