@@ -351,8 +351,10 @@ def _nowhere(args) -> Optional[str]:
     `export --netbox DIR`) is made with its parents."""
     for name, flag in _WRITTEN:
         path = getattr(args, name, None)
-        # (--docs is read first, as calibrate checks before its fit)
+        # (--docs is read first, as calibrate checks before its fit; render's picture is told
+        # by its own diagnostic, E703 with its hint, after a compile of seconds)
         if not isinstance(path, str) or not path or name in ("netbox", "docs") or (
+                name == "output" and args.command == "render") or (
                 name == "output" and args.command == "synth"
                 and not path.endswith((".csv", ".jsonl"))):         # a drill's traces
             continue
