@@ -445,3 +445,17 @@ def test_a_number_is_written_with_the_digits_0_to_9():
         "wide": (("gpus", f"`\uff18` {why}"),),
         "under": (("gbs", f"`1_0` {why}"),),
         "grouped": (("tokens_per_s_per_gpu", f"`\u0663\u0661,508` {why}"),)}
+
+
+def test_an_fsdp_row_says_fsdp_not_the_distributed_optimizer():
+    """A row with `fsdp` runs Megatron-Core's FSDP (par.fsdp), and its assumptions say so: not
+    the distributed optimizer the rows without it are read with (NeMo 25.07's Llama 3.1 405B on
+    128 GB200s, r190, against its Llama 3 70B with TP 2, PP 4, r189)."""
+    from astral_dsl.runs.stacks import stack_of
+
+    t = parse_table(_csv([_row("r190"), _row("r189")]), "t.csv")
+    said = {r.id: stack_of(r, False, 2, 1, 64).assumed for r in t.runs}
+    assert any(a.startswith("Megatron-Core's FSDP") for a in said["r190"])
+    assert not any("distributed optimizer" in a for a in said["r190"])
+    assert any(a.startswith("the distributed optimizer") for a in said["r189"])
+    assert dict(stack_of(t.runs[0], False, 2, 1, 64).parallel)["fsdp"] is True

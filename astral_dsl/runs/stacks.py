@@ -240,12 +240,16 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             gather_after = release in MXFP8_GATHER_AFTER_STEP and prec is not None and \
                 prec[0] == "mxfp8"
             fields["overlap_param_gather"] = dp > 1 and (fsdp or 0) < 1 and not gather_after
-            if dp > 1:
+            if dp > 1 and (fsdp or 0) >= 1:
+                assumed.append("Megatron-Core's FSDP (the row's `fsdp`): each layer's weights "
+                               "all-gathered and its gradients reduce-scattered beside the "
+                               "computation (the recipes' default overlap)")
+            elif dp > 1:
                 assumed.append("the distributed optimizer with overlapped gradient reduction "
                                + ("and the MXFP8 weights all-gathered in 16 bits after the "
                                   "optimizer step (NeMo 25.07's scripts: "
                                   "reuse_grad_buf_for_mxfp8_param_ag, no gather overlap)"
-                                  if gather_after and (fsdp or 0) < 1 else
+                                  if gather_after else
                                   "and parameter gathering (the recipes' default)"))
             if fsdp is not None and fsdp >= 1:
                 par["fsdp"] = True
