@@ -291,9 +291,28 @@ def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
             _row("r001", id="old", source_version="NeMo 25.07 container")]
     t = parse_table(_csv(rows), "t.csv")
     got = {r.id: dict(stack_of(r, True, 1, 4, 64).fields).get("hosts_per_rack") for r in t.runs}
+    # "old": no HybridEP before NeMo 25.09, but NeMo 2.x's own launch (--segment 16: below)
     assert got == {"r001": 16, "r146": 16, "r121": 16, "r003": None, "ep32": None,
-                   "h100": None, "old": None}
+                   "h100": None, "old": 16}
     assert su_gpus(SYSTEMS["DGX-GB200"], 16) == 512 and su_gpus(SYSTEMS["DGX-GB200"], None) == 576
+
+
+def test_nemo2_gb200_rows_beyond_a_rack_run_on_their_slurm_segment():
+    """NeMo 2.x's performance scripts submit a GB200 job of more than 18 trays with Slurm's
+    `--segment` set to the largest divisor of its trays up to 18 (nemo_toolkit 2.3.0 scripts/
+    performance/utils.py:97-103, 2.4.0 executors.py:103-109): GPT-3 175B (NeMo 25.04) and Llama
+    3.1 405B (25.07) on 128 GB200s, 32 trays, run 16 a rack; 45 trays (180 GPUs) 15 a rack; not
+    a job of one rack, not H100, not Megatron-Bridge's releases (NeMo 25.09 on)."""
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r179"), _row("r190"), _row("r188"), _row("r144"),
+            _row("r179", id="odd", gpus="180", gbs="360"),
+            _row("r179", id="h100", system="DGX-H100", gpu="H100-SXM5-80GB")]
+    t = parse_table(_csv(rows), "t.csv")
+    got = {r.id: dict(stack_of(r, False, 4, 4, 8).fields).get("hosts_per_rack") for r in t.runs}
+    assert got == {"r179": 16, "r190": 16, "r188": None, "r144": None, "odd": 15, "h100": None}
+    row = next(r for r in t.runs if r.id == "r179")
+    assert any("--segment 16" in a for a in stack_of(row, False, 4, 4, 8).assumed)
 
 
 def test_deepseek_v3_dispatches_with_hybridep_on_every_gpu_from_nemo_26_02():
@@ -459,3 +478,17 @@ def test_a_number_is_written_with_the_digits_0_to_9():
         "wide": (("gpus", f"`\uff18` {why}"),),
         "under": (("gbs", f"`1_0` {why}"),),
         "grouped": (("tokens_per_s_per_gpu", f"`\u0663\u0661,508` {why}"),)}
+
+
+def test_an_fsdp_row_says_fsdp_not_the_distributed_optimizer():
+    """A row with `fsdp` runs Megatron-Core's FSDP (par.fsdp), and its assumptions say so: not
+    the distributed optimizer the rows without it are read with (NeMo 25.07's Llama 3.1 405B on
+    128 GB200s, r190, against its Llama 3 70B with TP 2, PP 4, r189)."""
+    from astral_dsl.runs.stacks import stack_of
+
+    t = parse_table(_csv([_row("r190"), _row("r189")]), "t.csv")
+    said = {r.id: stack_of(r, False, 2, 1, 64).assumed for r in t.runs}
+    assert any(a.startswith("Megatron-Core's FSDP") for a in said["r190"])
+    assert not any("distributed optimizer" in a for a in said["r190"])
+    assert any(a.startswith("the distributed optimizer") for a in said["r189"])
+    assert dict(stack_of(t.runs[0], False, 2, 1, 64).parallel)["fsdp"] is True

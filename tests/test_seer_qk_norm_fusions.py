@@ -132,7 +132,9 @@ def test_rows_take_their_models_norms_and_their_configs_fusions():
         row = next(r for r in parse_table(_csv([_row(rid)]), "t.csv").runs)
         s = prepare_row(row).spec
         got[rid] = (s.model.qk_norm, s.model.nope_every, s.permute_fusion, s.rope_fusion)
-    assert got == {"r193": ("l2", 4, False, False),       # NeMo 25.07 Llama4Config
+    # NeMo 25.07's Llama 4: its Llama4Config turns both fusions off, its performance script
+    # (nemo_toolkit 2.4.0 scripts/performance/llm/pretrain_llama4_e16.py:84-85) back on
+    assert got == {"r193": ("l2", 4, True, True),
                    "r185": ("none", 0, False, True),      # NeMo 25.04 MixtralConfig
                    "r004": ("rms", 0, True, True)}        # Megatron-Bridge's Qwen3 recipe
 

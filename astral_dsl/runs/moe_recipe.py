@@ -60,13 +60,17 @@ NEMO2_TOKEN_DROP = (
 # (model label prefix as precision.squeezed, first NeMo 2.x release) whose experts run as
 # SequentialMLP (module docstring)
 NEMO2_SEQUENTIAL_EXPERTS = (("mixtral", (25, 4)),)
-# (model label prefix as precision.squeezed, first NeMo 2.x release) whose config runs
-# Megatron-Core's unfused token permutation, and of those the ones with unfused RoPE: NeMo
-# 2.4.0 collections/llm/gpt/model/llama.py, Llama4Config `moe_permute_fusion = False`,
-# `apply_rope_fusion = False`; its MixtralConfig (mixtral.py) leaves Megatron-Core's default,
-# 0.14.0 transformer_config.py `moe_permute_fusion: bool = False`, and fuses RoPE
-NEMO2_UNFUSED_PERMUTE = (("llama4", (25, 4)), ("mixtral", (25, 4)))
-NEMO2_UNFUSED_ROPE = (("llama4", (25, 4)),)
+# (model label prefix as precision.squeezed, first NeMo 2.x release) whose performance run
+# keeps Megatron-Core's unfused token permutation, and of those the ones with unfused RoPE: NeMo
+# 2.x's MixtralConfig (2.4.0 collections/llm/gpt/model/mixtral.py) leaves Megatron-Core's
+# default, 0.14.0 transformer_config.py `moe_permute_fusion: bool = False`, and fuses RoPE, and
+# the Mixtral performance scripts (2.3.0 and 2.4.0 scripts/performance/llm/
+# pretrain_mixtral_8x7b.py) change neither. Not Llama 4: its Llama4Config turns both off
+# (llama.py, `moe_permute_fusion = False`, `apply_rope_fusion = False`), but its performance
+# scripts turn both back on (2.3.0 and 2.4.0 scripts/performance/llm/pretrain_llama4_e16.py and
+# pretrain_llama4_e128.py lines 84-85: `apply_rope_fusion = True`, `moe_permute_fusion = True`)
+NEMO2_UNFUSED_PERMUTE = (("mixtral", (25, 4)),)
+NEMO2_UNFUSED_ROPE: Tuple[Tuple[str, Tuple[int, int]], ...] = ()
 # (model label prefix as precision.squeezed, the GPUs and precisions on which its Megatron-Bridge
 # performance recipe runs the flex dispatcher): every other row of the model keeps the alltoall
 # dispatcher (module docstring)

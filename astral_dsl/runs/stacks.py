@@ -89,6 +89,7 @@ RECIPE_RECOMPUTE = (
 HYBRID_EP_DOMAIN = (("deepseekv3", "gb200", 64, 64),)
 GB200_TRAY_GPUS = 4          # an NVL72 compute tray: 2 Grace Blackwell superchips, 4 GPUs
 GB200_RACK_GPUS = 72         # an NVL72 rack: 18 trays, one NVLink domain
+GB200_RACK_TRAYS = GB200_RACK_GPUS // GB200_TRAY_GPUS
 
 
 def su_gpus(system: System, per_rack: Optional[int]) -> int:
@@ -107,6 +108,19 @@ def hybrid_ep_hosts(row, ep: int) -> Optional[int]:
         if label.startswith(model) and where in g and degree == ep:
             return per_domain // GB200_TRAY_GPUS
     return None
+
+
+def segment_hosts(row, release) -> Optional[int]:
+    """`hosts_per_rack` of a GB200 row of a NeMo 2.x container (before FLEX_FROM, whose own
+    performance scripts ran it) on more NVL72 trays than a rack holds: NeMo's scripts submit such
+    a job with Slurm's `--segment` set to the largest divisor of its trays up to a rack's 18
+    (nemo_toolkit 2.3.0 scripts/performance/utils.py:97-103, 2.4.0 executors.py:103-109), so
+    each rack holds that many of its trays (128 GPUs: 16 trays a rack, 64 GPUs); None else."""
+    trays = (row.count("gpus") or 0) // GB200_TRAY_GPUS
+    if release is None or release >= FLEX_FROM or gpu_key(row.gpu) != "gb200" or \
+            trays <= GB200_RACK_TRAYS:
+        return None
+    return max(d for d in range(1, GB200_RACK_TRAYS + 1) if trays % d == 0)
 
 
 def gpu_key(gpu: str) -> str:
@@ -215,17 +229,27 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                 assumed.append("fp8 parameters: the linear weights held in fp8 only (the "
                                "recipes' precision configs, NeMo 2.0 and Megatron-Bridge)")
         fsdp = row.count("fsdp")
+        segment = None if paper else segment_hosts(row, release)
+        if segment is not None:
+            fields["hosts_per_rack"] = segment
+            assumed.append(f"{segment} trays of each NVL72 rack, {segment * GB200_TRAY_GPUS} "
+                           f"GPUs: NeMo's performance scripts submit the job with Slurm's "
+                           f"--segment {segment}")
         if not paper:
             fields["overlap_grad_reduce"] = dp > 1
             gather_after = release in MXFP8_GATHER_AFTER_STEP and prec is not None and \
                 prec[0] == "mxfp8"
             fields["overlap_param_gather"] = dp > 1 and (fsdp or 0) < 1 and not gather_after
-            if dp > 1:
+            if dp > 1 and (fsdp or 0) >= 1:
+                assumed.append("Megatron-Core's FSDP (the row's `fsdp`): each layer's weights "
+                               "all-gathered and its gradients reduce-scattered beside the "
+                               "computation (the recipes' default overlap)")
+            elif dp > 1:
                 assumed.append("the distributed optimizer with overlapped gradient reduction "
                                + ("and the MXFP8 weights all-gathered in 16 bits after the "
                                   "optimizer step (NeMo 25.07's scripts: "
                                   "reuse_grad_buf_for_mxfp8_param_ag, no gather overlap)"
-                                  if gather_after and (fsdp or 0) < 1 else
+                                  if gather_after else
                                   "and parameter gathering (the recipes' default)"))
             if fsdp is not None and fsdp >= 1:
                 par["fsdp"] = True
