@@ -238,13 +238,33 @@ class ParamsMixin:
         (lower_linear.cast_bytes: with its transpose before Blackwell, current scaling's amax
         pass, MXFP8's two block-scaled copies); its cost is counted here, with the step that
         produced the weights."""
-        dense, expert = self.stage_split(stage)
+        held = self.stage_split(stage)
+        dense, expert = held
         if self.job.parallel.zero >= 1:
             dense /= self.groups["dp"].n
             expert /= self.groups["edp"].n
         nbytes = (28.0 if self.job.optimizer_dtype == "bf16" else 38.0) * (dense + expert)
         if self.job.fp8:     # the next iteration's weight casts (module docstring)
             linear = by_shape(self.job, layer_linear_params)
-            nbytes += self.cast[1] * sum(
+            quantised = sum(
                 linear(L) for first, n in self.chunks[stage] for L in range(first, first + n))
+            nbytes += self.cast[1] * quantised
+            nbytes += self.mxfp8_param_copy(sum(held), quantised)
         return self.c.stream("optimizer", nbytes, kernels=20)
+
+    def mxfp8_param_copy(self, held: float, quantised: float) -> float:
+        """HBM bytes, beyond the weight casts, of Megatron-Core's MXFP8 parameters gathered
+        through the gradient buffer (`reuse_grad_buf_for_mxfp8_param_ag`, which Megatron-Bridge's
+        MXFP8 precision config sets with `fp8_param_gather`: 0.2.0rc6 training/
+        mixed_precision.py:241-242): after each bucket's 16-bit all-gather every parameter is
+        copied out of the shared buffer into `param.data` (Megatron-Core 0.14.0 distributed/
+        param_and_grad_buffer.py:304-319, 0.16.0 :340-354: an MXFP8Tensor's copy_ is its
+        quantize_, Transformer Engine 2.9.0 pytorch/tensor/quantized_tensor.py:469-473, the
+        weight cast counted above; a 16-bit parameter's a plain copy, 4 bytes) and the bucket's
+        16-bit parameter buffer zeroed for the gradients (2 bytes a parameter), for all `held`
+        parameters of the rank, of which `quantised` are MXFP8 linear weights. Nothing for
+        another recipe, without the distributed optimizer or under FSDP (zero 3)."""
+        job = self.job
+        if not (job.quantised_params and job.dtype == "mxfp8" and 1 <= job.parallel.zero < 3):
+            return 0.0
+        return 2.0 * held + 4.0 * max(0.0, held - quantised)
