@@ -101,3 +101,26 @@ def test_the_runs_table_reads_the_swizzle_for_2025s_releases():
     assert "scale_swizzle = true" in express(rows["r118"]).source
     for rid in ("r117", "r111"):
         assert "scale_swizzle" not in express(rows[rid]).source, rid
+
+
+def test_per_tensor_fp8_parameters_cast_on_the_optimizers_shard():
+    """Per-tensor fp8 parameters: the optimizer casts its 1/8 of the fp32 master weights
+    (current scaling: amax read 4, cast read 4, write 1; delayed: read 4, write 1) and, before
+    Blackwell, the gathered weights' transposes are written (read 1, write 1 of all of them).
+    Llama 3 8B's linear weights: 32 x (4,096 x 6,144 + 4,096 x 4,096 + 4,096 x 28,672 +
+    14,336 x 4,096) = 32 x 218,103,808 = 6,979,321,856; the shard 872,415,232."""
+    from tests.test_seer_fp8 import H100
+
+    def cast(j, gpu=B200):
+        low = Lowering(j, Costs.of(j, gpu), NET)
+        return low.fp8_param_cast(low.stage_linear(0), low.stage_linear(0))
+
+    assert cast(job("fp8", "current")) == pytest.approx(9 * 872_415_232)
+    assert cast(job("fp8", "delayed")) == pytest.approx(5 * 872_415_232)
+    assert cast(job("fp8", "current"), H100) == pytest.approx(
+        9 * 872_415_232 + 2 * 6_979_321_856)
+    # without the distributed optimizer the whole of the weights; none for MXFP8, without fp8
+    # parameters or under FSDP (CAST_BYTES on every weight held)
+    assert cast(job("fp8", "current", zero=0)) == pytest.approx(9 * 6_979_321_856)
+    for j in (job(), job("fp8", "current", fp8_params=False), job("fp8", "current", zero=3)):
+        assert cast(j) is None, j
