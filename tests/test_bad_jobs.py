@@ -93,6 +93,7 @@ OPTION_CASES = {
     "capacity_factor": "capacity_factor_zero", "pad_to_capacity": "pad_to_capacity_no_factor",
     "grouped_gemm": "grouped_gemm_not_bool", "router_fusion": "router_fusion_not_bool",
     "permute_fusion": "permute_fusion_not_bool", "rope_fusion": "rope_fusion_not_bool",
+    "scale_swizzle": "scale_swizzle_not_bool",
     "cross_entropy": "cross_entropy_unknown",
     "moe_routing": "moe_routing_unknown", "optimizer_dtype": "optimizer_dtype_unknown",
     "recompute_modules": "recompute_modules_unknown", "fp8_params": "fp8_params_not_bool",

@@ -110,6 +110,7 @@ EVERY_OPTION = {           # option -> (how the field is written, the Python val
     "optimizer_dtype": ("bf16", "bf16"), "pipeline_runs": ("2", 2), "fp8_params": ("true", True),
     "router_fusion": ("true", True), "cross_entropy": ("te", "te"),
     "permute_fusion": ("false", False), "rope_fusion": ("false", False),
+    "scale_swizzle": ("true", True),
     "recompute_modules": ("[layernorm, moe_act]", ["layernorm", "moe_act"]),
 }
 

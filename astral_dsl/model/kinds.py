@@ -336,6 +336,10 @@ _register(make_kind("job", "an LLM training job", dict(
                             "load-balancing-loss kernels as Transformer Engine's fused ones "
                             "(Megatron-Core's --moe-router-fusion); default false, "
                             "Megatron-Core's PyTorch path"),
+    scale_swizzle=FieldSpec(BoolType(), doc="each MXFP8 or NVFP4 GEMM's block scales "
+                            "swizzled into cuBLAS's layout by a kernel per operand before it "
+                            "(Transformer Engine before 2.12, whose quantisers write them in "
+                            "their compact layout); default false"),
     cross_entropy=enum("te", "native",
                        doc="the head's cross-entropy kernels: Transformer Engine's Triton "
                            "ones (Megatron-Core's --cross-entropy-fusion-impl te) or "

@@ -100,6 +100,15 @@ FSDP_NO_FP8_PARAMS = ((25, 4),)
 # and Megatron-Bridge 0.3.0 keeps the gather overlapped (training/comm_overlap.py,
 # train.py _handle_mxfp8_param_buffer_copy). NeMo 25.04's scripts (2.3.0) have no such setting.
 MXFP8_GATHER_AFTER_STEP = ((25, 7),)
+# Before this release the NVIDIA MXFP8 (and NVFP4) rows swizzle each GEMM's block scales before
+# it (`scale_swizzle`): Transformer Engine 2.11.0 and earlier quantise into the compact scale
+# layout and swizzle both operands' scales into cuBLAS's before every block-scaled GEMM
+# (csrc/extensions/gemm.cpp:242-245, util.cpp:12-80; the 2.5.0, 2.9.0 and 2.11.0 Python packages
+# have no swizzled-scale option), and 2.12.0, whose quantisers can write them swizzled
+# (`optimize_for_gemm`), came out in February 2026: no container of 2025 ran it. Which
+# Transformer Engine each 26.x container ran is not known, so their rows are read without the
+# swizzle (docs/seer.md, stop 63).
+MXFP8_SWIZZLE_BEFORE = (26, 2)
 # Before this release the NeMo rows are read with attention on FlashAttention-2's kernels
 # (`attention = flash2`, the flash-attn package). Transformer Engine prefers its cuDNN
 # FusedAttention on Hopper ("Disabling FlashAttention to give FusedAttention preference on

@@ -23,6 +23,7 @@ from astral_dsl.runs.moe_recipe import (before_flex_on_blackwell, recipe_alltoal
                                         sequential_experts)
 from astral_dsl.runs.releases import (FA2_BEFORE, FLEX_FROM, FP8_PARAMS_FROM, FSDP_NO_FP8_PARAMS,
                                       HYBRIDEP_FROM, MOE_GRAPHS_FROM, MXFP8_GATHER_AFTER_STEP,
+                                      MXFP8_SWIZZLE_BEFORE,
                                       release_of)
 from astral_dsl.runs.router_recipe import recipe_router_fusion
 from astral_dsl.runs.system_spec import System
@@ -228,6 +229,11 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                 fields["fp8_params"] = True
                 assumed.append("fp8 parameters: the linear weights held in fp8 only (the "
                                "recipes' precision configs, NeMo 2.0 and Megatron-Bridge)")
+            if release is not None and release < MXFP8_SWIZZLE_BEFORE and prec is not None \
+                    and prec[0] in ("mxfp8", "nvfp4"):
+                fields["scale_swizzle"] = True
+                assumed.append("the block scales swizzled before each GEMM (Transformer Engine "
+                               "before 2.12, the only ones of 2025)")
         fsdp = row.count("fsdp")
         segment = None if paper else segment_hosts(row, release)
         if segment is not None:

@@ -29,6 +29,9 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
   (Megatron-Core's optimizer without its precision-aware options).
 - `router_fusion = false`: Megatron-Core's default (0.14-0.16 transformer_config.py
   `moe_router_fusion = False`; runs/router_recipe.py says which NVIDIA rows turned it on).
+- `scale_swizzle = false`: Transformer Engine 2.12 and later write the activations' and
+  gradients' MXFP8 / NVFP4 scales already swizzled (runs/releases.py MXFP8_SWIZZLE_BEFORE says
+  which NVIDIA rows ran an earlier one).
 - `cross_entropy`: not stated, Seer's generic count of the head's cross-entropy
   (lower_dense.CROSS_ENTROPY); runs/loss_recipe.py says which NVIDIA rows ran which kernels.
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
@@ -60,7 +63,7 @@ OPTIONS: Dict[str, str] = {
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
     "torch_compile": "", "fp8_params": "", "capacity_factor": "", "pad_to_capacity": "",
     "moe_routing": "", "grouped_gemm": "", "router_fusion": "", "cross_entropy": "",
-    "permute_fusion": "", "rope_fusion": "",
+    "permute_fusion": "", "rope_fusion": "", "scale_swizzle": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "etp": "parallel", "sp": "parallel", "order": "parallel", "schedule": "parallel",
@@ -275,4 +278,5 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         router_fusion=f.get("router_fusion") is True,
         permute_fusion=f.get("permute_fusion") is not False,
         rope_fusion=f.get("rope_fusion") is not False,
+        scale_swizzle=f.get("scale_swizzle") is True,
         cross_entropy=f.get("cross_entropy"))

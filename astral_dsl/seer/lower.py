@@ -99,6 +99,8 @@ class Lowering(AttentionOps, RingOps, DenseOps, MoeOps, MambaOps, MtpOps, Linear
         self.head_dim = m.head_dim
         self.chunks = chunk_layers(job)
         self.cast = cast_bytes(job, costs.gpu.arch)
+        self.swizzle = job.scale_swizzle and job.dtype in ("mxfp8", "nvfp4") and \
+            job.framework == "megatron"
         self.cs_amax = (self.fp8 and self.sp and job.dtype == "fp8"
                         and job.fp8_recipe == "current" and job.framework == "megatron")
         # torchtitan's Llama runs wq, wk, wv and w1, w3 as separate nn.Linear layers on the same

@@ -84,6 +84,8 @@ class LinearOps:
         output columns n, or (`inner`) of its inner dimension k, each writing the whole output
         (the caller sums them: `_linear_bwd`); `chunks`: each run as that many GEMMs of
         1/chunks of its rows (`ring`), RING_STREAMS at a time."""
+        if fp8 and self.swizzle:
+            self._swizzle(b, name, m, n, k, layer, batch)
         t = f = nb = 0.0
         if chunks > 1:
             batch, streams = batch * chunks, RING_STREAMS
@@ -97,6 +99,20 @@ class LinearOps:
             t = t if whole is None else whole
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
+
+    def _swizzle(self, b, name, m, n, k, layer, batch):
+        """The swizzle of a block-scaled GEMM's operands' scales into cuBLAS's layout, before
+        it (`scale_swizzle`): Transformer Engine 2.11.0 csrc/extensions/gemm.cpp:242-245 calls
+        `swizzle_scaling_factors` on both operands of every MXFP8 / NVFP4 GEMM (util.cpp:12-80:
+        one `nvte_swizzle_scaling_factors` kernel each, reading the operand's scales and writing
+        them anew; a grouped GEMM's operands by one multi-tensor kernel each, gemm.cpp:503-506),
+        the scales its quantisers wrote in their compact layout (2.5.0, 2.9.0 and 2.11.0 have
+        no swizzled-scale option; 2.16.0's MXFP8Tensor carries `with_gemm_swizzled_scales`).
+        Bytes: an [m, k] x [k, n] GEMM's operands hold (m k + k n) / B scales (B = 32 elements
+        a scale in MXFP8, 16 in NVFP4), each read and written once."""
+        block = 32 if self.job.dtype == "mxfp8" else 16
+        self._ew(b, name + " swizzle", 2 * (m * k + k * n) * batch / block, layer, kernels=2,
+                 kind="stream")
 
     def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None,
                 streams=None, expert=False, parts=(), chunks=1):

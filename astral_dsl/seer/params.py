@@ -237,14 +237,59 @@ class ParamsMixin:
         TE modules pass `is_first_microbatch`), at the rate of a cast no norm feeds
         (lower_linear.cast_bytes: with its transpose before Blackwell, current scaling's amax
         pass, MXFP8's two block-scaled copies); its cost is counted here, with the step that
-        produced the weights."""
-        dense, expert = self.stage_split(stage)
+        produced the weights. Per-tensor fp8 parameters are cast by the optimizer on its shard
+        instead (fp8_param_cast); MXFP8 parameters are copied out of the gradient buffer
+        besides (mxfp8_param_copy)."""
+        held = self.stage_split(stage)
+        dense, expert = held
         if self.job.parallel.zero >= 1:
             dense /= self.groups["dp"].n
             expert /= self.groups["edp"].n
         nbytes = (28.0 if self.job.optimizer_dtype == "bf16" else 38.0) * (dense + expert)
         if self.job.fp8:     # the next iteration's weight casts (module docstring)
             linear = by_shape(self.job, layer_linear_params)
-            nbytes += self.cast[1] * sum(
+            quantised = sum(
                 linear(L) for first, n in self.chunks[stage] for L in range(first, first + n))
+            tensor = self.fp8_param_cast(self.stage_linear(stage), quantised)
+            nbytes += self.cast[1] * quantised if tensor is None else tensor
+            nbytes += self.mxfp8_param_copy(sum(held), quantised)
         return self.c.stream("optimizer", nbytes, kernels=20)
+
+    def fp8_param_cast(self, dense: float, quantised: float):
+        """HBM bytes of the weight casts of per-tensor fp8 parameters (`fp8_params`, delayed or
+        current scaling) under Megatron-Core's distributed optimizer, for `quantised` linear
+        weights held by the rank, `dense` of them dense; None otherwise (the casts of
+        CAST_BYTES on every weight held). The optimizer casts its shard of the fp32 master
+        weights into the fp8 parameters (Transformer Engine 2.9.0 pytorch/tensor/utils.py
+        `cast_master_weights_to_fp8`: current scaling `tex.compute_amax` on the master, read 4,
+        the amaxes all-reduced over the data-parallel group, then `update_quantized`, read 4 and
+        write 1: 9 bytes; delayed scaling the cast alone, 5) and the fp8 shards are gathered
+        (params.gathered_bytes); before Blackwell the gathered weight's transpose is written
+        after the gather (Megatron-Core 0.16.0 fp8_utils.py `post_all_gather_processing`, TE's:
+        read 1, write 1 of every weight held), on Blackwell none (the GEMMs take any layout)."""
+        job = self.job
+        if not (job.quantised_params and job.dtype == "fp8"
+                and job.fp8_recipe in ("current", "delayed") and job.parallel.zero < 3):
+            return None
+        per = 9.0 if job.fp8_recipe == "current" else 5.0
+        shard = dense / self.groups["dp"].n + (quantised - dense) / self.groups["edp"].n \
+            if job.parallel.zero >= 1 else quantised
+        transpose = 0.0 if self.c.gpu.arch == "blackwell" else 2.0 * quantised
+        return per * shard + transpose
+
+    def mxfp8_param_copy(self, held: float, quantised: float) -> float:
+        """HBM bytes, beyond the weight casts, of Megatron-Core's MXFP8 parameters gathered
+        through the gradient buffer (`reuse_grad_buf_for_mxfp8_param_ag`, which Megatron-Bridge's
+        MXFP8 precision config sets with `fp8_param_gather`: 0.2.0rc6 training/
+        mixed_precision.py:241-242): after each bucket's 16-bit all-gather every parameter is
+        copied out of the shared buffer into `param.data` (Megatron-Core 0.14.0 distributed/
+        param_and_grad_buffer.py:304-319, 0.16.0 :340-354: an MXFP8Tensor's copy_ is its
+        quantize_, Transformer Engine 2.9.0 pytorch/tensor/quantized_tensor.py:469-473, the
+        weight cast counted above; a 16-bit parameter's a plain copy, 4 bytes) and the bucket's
+        16-bit parameter buffer zeroed for the gradients (2 bytes a parameter), for all `held`
+        parameters of the rank, of which `quantised` are MXFP8 linear weights. Nothing for
+        another recipe, without the distributed optimizer or under FSDP (zero 3)."""
+        job = self.job
+        if not (job.quantised_params and job.dtype == "mxfp8" and 1 <= job.parallel.zero < 3):
+            return 0.0
+        return 2.0 * held + 4.0 * max(0.0, held - quantised)

@@ -105,6 +105,8 @@ class JobSpec:
     rope_fusion: bool = True                  # RoPE fused (TE); False: Megatron-Core's
     #                                           unfused RoPE (lower_attention.py)
     cross_entropy: Optional[str] = None       # te | native | None (lower_dense.CROSS_ENTROPY)
+    scale_swizzle: bool = False               # block scales swizzled before each MXFP8 /
+    #                                           NVFP4 GEMM (lower_linear.LinearOps._gemm)
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
     pp_overlap: bool = False                  # interleaved: each send overlapped with the next
     #                                           block (Megatron-Core's overlap_p2p_comm)

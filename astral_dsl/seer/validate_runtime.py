@@ -137,7 +137,8 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
     another dtype, sequence parallelism or a TP overlap without tensor parallelism, an expert
     all-to-all overlap without expert parallelism (lower.py, lower_comm.py read them so),
     torch.compile outside torchtitan (costs.set_framework: only its step runs eager), the
-    router's fusion outside Megatron-Core (lower_moe.py counts its kernels there only)."""
+    router's fusion outside Megatron-Core (lower_moe.py counts its kernels there only), the
+    block scales' swizzle outside Transformer Engine's MXFP8 and NVFP4."""
     par, stated, name, out = spec.parallel, where.fields, f"job `{spec.name}`", []
     if "fp8_recipe" in stated and spec.dtype != "fp8":
         out.append(_warn("W751", f"{name}: fp8_recipe has no effect with dtype = {spec.dtype}: "
@@ -185,6 +186,14 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                                      f"unfused {what}",
                              where(field, ""),
                              f"leave `{field}` out: Seer prices the framework's own kernels"))
+    if stated.get("scale_swizzle") is True and not (
+            spec.dtype in ("mxfp8", "nvfp4") and spec.framework == "megatron"):
+        out.append(_warn("W751", f"{name}: scale_swizzle has no effect with dtype = "
+                                 f"{spec.dtype} and framework = {spec.framework}: it is "
+                                 f"Transformer Engine's swizzle of MXFP8 and NVFP4 block scales",
+                         where("scale_swizzle", ""),
+                         "`dtype = mxfp8` or `nvfp4` under `framework = megatron` with it, or "
+                         "leave `scale_swizzle` out"))
     if stated.get("cross_entropy") is not None and spec.framework != "megatron":
         out.append(_warn("W751", f"{name}: cross_entropy has no effect with framework = "
                                  f"{spec.framework}: it is Megatron-Core's choice of "
