@@ -1259,3 +1259,19 @@ def test_a_folder_named_as_a_module_is_e100_with_a_hint(tmp_path):
     (tmp_path / "lib" / "parts.astral").mkdir(parents=True)
     e = one(build("import lib.parts\n", tmp_path), "E100")
     assert e.hint.startswith("a module is a .astral file")
+
+
+def test_an_environments_symbol_reading_keeps_every_other_field():
+    """Env.as_symbols (an enum-typed field's expression: bare names are its symbols) is the
+    environment with `symbols` set and every other field as it was, whatever fields Env has."""
+    import attrs
+
+    from astral_dsl.semantics.frames import Env
+
+    values = {f.name: object() for f in attrs.fields(Env)}
+    values["symbols"] = False
+    env = Env(**values)
+    read = env.as_symbols()
+    assert type(read) is Env and read.symbols is True
+    assert all(getattr(read, name) is value for name, value in values.items()
+               if name != "symbols")
