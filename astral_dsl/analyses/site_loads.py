@@ -25,9 +25,10 @@ Term = Tuple[float, Sequence[float], float]
 # (a margins probe of a job's or a rack's figure, a sweep's point, a scenario's second analysis)
 # asks for the same hours again: 8,760 of them a circuit, two lists a site, a millisecond each.
 # A key holds the floats' exact bits (float.hex: 0.0 and -0.0 apart) and the k tuples' ids (the
-# tuples kept with the result, so an id is theirs); at most _KEPT results.
+# tuples kept with the result, so an id is theirs); at most _KEPT results (a year's hours are
+# ~0.3 MB of floats).
 _HOURS: Dict[tuple, Tuple[tuple, Tuple[float, ...]]] = {}
-_KEPT = 64
+_KEPT = 16
 
 
 def hourly(base: float, circuits_: List[Term]) -> Tuple[float, ...]:
