@@ -1275,3 +1275,28 @@ def test_an_environments_symbol_reading_keeps_every_other_field():
     assert type(read) is Env and read.symbols is True
     assert all(getattr(read, name) is value for name, value in values.items()
                if name != "symbols")
+
+
+@pytest.mark.parametrize("example", ["single_pod", "gb200_nvl72", "sizing"])
+def test_a_compile_leaves_nothing_to_the_cycle_collector(own_heap, example):
+    """A compile's frames, environments, scopes and instantiator are freed as it returns, by
+    their reference counts (semantics/release.py), not left in reference cycles for the
+    collector's next pass: a pass after it finds nothing. The design is what it was."""
+    import gc
+
+    from astral_dsl.outputs.export import export_design
+    from astral_dsl.workspace import Workspace
+
+    ws = Workspace.open(str(REPO / "examples" / f"{example}.astral"), {})
+    before = json.dumps(export_design(ws.design), sort_keys=True)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        design = ws.compile()
+        assert json.dumps(export_design(design), sort_keys=True) == before
+        del design
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
