@@ -70,6 +70,7 @@ from astral_dsl.semantics.defaults import report as report_defaults
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
 from astral_dsl.semantics.overrides import parse_overrides
+from astral_dsl.semantics.release import release
 from astral_dsl.semantics.paths import canonical_paths, multiplicities
 
 if TYPE_CHECKING:
@@ -118,9 +119,12 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
         report_defaults(ev)             # the W212s said before it, at their places
         diagnostics.append(passes.too_deep(exc, entry.key))
         design = passes.empty(entry.key, diagnostics)
-    return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()),
-                        root=str(getattr(loader, "root", "") or ""),
-                        read=getattr(loader, "read", None))
+    design = attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()),
+                          root=str(getattr(loader, "root", "") or ""),
+                          read=getattr(loader, "read", None))
+    if trace is None:           # freed now, not left in cycles to the collector's next pass
+        release(ev, scopes)
+    return design
 
 
 def _instantiator(diagnostics, given, scope, assignments, scenario: Optional[Instance],

@@ -11,7 +11,14 @@ system of this process, `time.process_time`), the median of RUNS runs after one 
 - `rank-log read`: that read alone (synth.write.to_observed of one run's log);
 - `margins, again`: explore.margins.analyse of examples/tutorial_rack.astral, symbolic only,
   run a second time in the same process (the first run's figure beside it): the symbolic side's
-  sets are kept by what was solved (explore/margins/symbolic.py).
+  sets are kept by what was solved (explore/margins/symbolic.py);
+- `validate_job at layouts`: seer.validate_job of the single-pod example's job at 16 layouts
+  (tp and pp of 1-8, as a search's or a rule's candidates ask), the job's cluster read from the
+  design once per GPU count (seer/cluster.py);
+- `engineering of a recompiled design`: analyses.engineering.analyse of examples/
+  gb200_nvl72.astral (a site with a climate file: its circuits' 8,760 hours) on a design
+  compiled again before each run (not timed), as a margins probe or a sweep's point is: the
+  circuits' hours are kept by their inputs (analyses/site_loads.py).
 """
 from __future__ import annotations
 
@@ -65,6 +72,20 @@ def main(argv) -> None:
                               for _ in range(RUNS))
     print(f"margins of {Path(path).name}, symbolic only: first {first:.3f} s, "
           f"again {again:.3f} s")
+
+    job = design.jobs[0]
+    n = fc.gpus
+    layouts = [dict(tp=tp, pp=pp, dp=n // (tp * pp)) for tp in (1, 2, 4, 8)
+               for pp in (1, 2, 4, 8)]
+    validated = _median(lambda: [seer.validate_job(design, job, **o) for o in layouts])
+    print(f"validate_job at {len(layouts)} layouts of {n:,} GPUs: {1e3 * validated:.1f} ms")
+
+    from astral_dsl.analyses import engineering
+    from astral_dsl.workspace import Workspace
+    ws = Workspace.open(str(ROOT / "examples" / "gb200_nvl72.astral"), {})
+    designs = [ws.compile() for _ in range(RUNS + 1)]
+    print(f"engineering of a recompiled design ({Path(ws.design.file).name}): "
+          f"{1e3 * _median(lambda: engineering.analyse(designs.pop())):.1f} ms")
 
 
 if __name__ == "__main__":

@@ -412,6 +412,39 @@ def test_the_cached_profile_is_the_computed_one(tmp_path, monkeypatch):
     assert list((tmp_path / "cache").glob("rejection-*.json"))
 
 
+
+def test_a_designs_hours_are_kept_by_their_inputs():
+    # the circuits' chillers and fans hour by hour (site_loads.hourly) of a design compiled
+    # again with the same cooling (a margins probe, a sweep's point) are the same hours, not
+    # computed again; other inputs (a heat, -0.0 for 0.0, another k's tuple) are computed
+    from astral_dsl.analyses import site_loads
+
+    computed = []
+    real = site_loads._hourly
+    site_loads._HOURS.clear()
+    k, j = tuple(x / 1000 for x in range(8760)), tuple(x / 2000 for x in range(8760))
+    try:
+        site_loads._hourly = lambda *a: computed.append(a) or real(*a)
+        first = site_loads.hourly(10.0, [(5e5, k, 0.02), (2e5, j, 0.01)])
+        assert site_loads.hourly(10.0, [(5e5, k, 0.02), (2e5, j, 0.01)]) is first
+        assert len(computed) == 1
+        assert list(first) == [10.0 + 5e5 * 0.02 + 2e5 * 0.01 + 5e5 * 1.02 * x + 2e5 * 1.01 * y
+                               for x, y in zip(k, j)]
+        assert site_loads.hourly(10.0, [(5e5, tuple(k), 0.02), (2e5, j, 0.01)]) is first
+        site_loads.hourly(10.0, [(5e5, k, 0.02), (2e5, tuple(list(j)), 0.01)])
+        site_loads.hourly(11.0, [(5e5, k, 0.02), (2e5, j, 0.01)])
+        one = (0.5,)
+        site_loads.hourly(-0.0, [(1.0, one, 0.0)])
+        site_loads.hourly(0.0, [(1.0, one, 0.0)])
+        assert len(computed) == 5
+        square = site_loads.mean_square(3.0, first)
+        assert square == sum([(3.0 + h) ** 2 for h in first]) / len(first)
+        assert site_loads.mean_square(3.0, first) is square
+    finally:
+        site_loads._hourly = real
+        site_loads._HOURS.clear()
+
+
 # ---- humid air --------------------------------------------------------------------------------------
 def test_air_flow_is_humid_air_at_the_sites_altitude():
     # 50 kW of air heat at 27 degC, 12 K rise, dew point 12 degC, 500 m: p = 101,325 x (1 -

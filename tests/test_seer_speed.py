@@ -341,3 +341,30 @@ def test_a_designs_fabrics_are_counted_once_while_it_lives(own_heap, monkeypatch
     del design, job, calls[:]
     gc.collect()
     assert gone() is None and other in cluster._FABRICS
+
+
+def test_a_jobs_cluster_is_made_once_per_design_and_gpu_count(own_heap, monkeypatch):
+    """validate_job with other degrees (a search's or a rule's candidates, a sweep's points) asks
+    for the job's cluster again: it is read from the design once per GPU count, the same as a
+    fresh one, and goes with the design."""
+    from astral_dsl.seer import cluster
+
+    calls = []
+
+    def counted(design, job):
+        calls.append(job)
+        return placement_of(design, job)
+    placement_of = cluster.placement_of
+    monkeypatch.setattr(cluster, "placement_of", counted)
+    design = astral_dsl.load(REPO / "examples" / "single_pod.astral")
+    job = design.jobs[0]
+    first = cluster.cluster_of(design, job, ranks=512)
+    assert cluster.cluster_of(design, job, ranks=512) is first and len(calls) == 1
+    other = cluster.cluster_of(design, job, ranks=64)
+    assert len(calls) == 2 and other is not first
+    fresh = astral_dsl.load(REPO / "examples" / "single_pod.astral")
+    assert cluster.cluster_of(fresh, fresh.jobs[0], ranks=64) == other and len(calls) == 3
+    gone = weakref.ref(design)
+    del design, job, first, other
+    gc.collect()
+    assert gone() is None

@@ -1259,3 +1259,44 @@ def test_a_folder_named_as_a_module_is_e100_with_a_hint(tmp_path):
     (tmp_path / "lib" / "parts.astral").mkdir(parents=True)
     e = one(build("import lib.parts\n", tmp_path), "E100")
     assert e.hint.startswith("a module is a .astral file")
+
+
+def test_an_environments_symbol_reading_keeps_every_other_field():
+    """Env.as_symbols (an enum-typed field's expression: bare names are its symbols) is the
+    environment with `symbols` set and every other field as it was, whatever fields Env has."""
+    import attrs
+
+    from astral_dsl.semantics.frames import Env
+
+    values = {f.name: object() for f in attrs.fields(Env)}
+    values["symbols"] = False
+    env = Env(**values)
+    read = env.as_symbols()
+    assert type(read) is Env and read.symbols is True
+    assert all(getattr(read, name) is value for name, value in values.items()
+               if name != "symbols")
+
+
+@pytest.mark.parametrize("example", ["single_pod", "gb200_nvl72", "sizing"])
+def test_a_compile_leaves_nothing_to_the_cycle_collector(own_heap, example):
+    """A compile's frames, environments, scopes and instantiator are freed as it returns, by
+    their reference counts (semantics/release.py), not left in reference cycles for the
+    collector's next pass: a pass after it finds nothing. The design is what it was."""
+    import gc
+
+    from astral_dsl.outputs.export import export_design
+    from astral_dsl.workspace import Workspace
+
+    ws = Workspace.open(str(REPO / "examples" / f"{example}.astral"), {})
+    before = json.dumps(export_design(ws.design), sort_keys=True)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        design = ws.compile()
+        assert json.dumps(export_design(design), sort_keys=True) == before
+        del design
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()

@@ -91,6 +91,38 @@ def test_two_flapping_links_each_flap_in_their_own_windows(small):
     assert net.flap_factor(mask, np.full(4, 3.0)).tolist() == [1, 1, 1, 1]
 
 
+
+def test_a_pairs_slow_down_is_its_flows_worked_out_once(small, monkeypatch):
+    """The slow-down and flapping mask of transfers (Net.pairs) and rings (Net.rings): per pair of
+    ranks its flows' slowest 1 / rate and the flapping links they cross, each pair routed once
+    however often the schedule sends between its ranks; a drill without slowed parts or
+    flapping links routes no flow (every factor 1, no mask)."""
+    _, _, rm = small
+    flap = Fault("link_flap", FLAP, 0.5, 0, ((0.0, 1.0),))
+    net = Net(rm, (Fault("nic_port", NIC, 0.25, 0, ()), flap), 0)
+    n = len(rm.ranks)
+    src = np.array([[r, r, (r + 3) % n] for r in range(n)])
+    dst = np.array([[(r + 5) % n, (r + 5) % n, r] for r in range(n)])
+    routed = []
+    route = net.route
+    monkeypatch.setattr(net, "route", lambda a, b: routed.append((a, b)) or route(a, b))
+    static, mask = net.pairs(src, dst)
+    assert len(routed) == len(set(routed))               # each pair once
+    for pos in np.ndindex(src.shape):
+        a, b = int(src[pos]), int(dst[pos])
+        flows = [(min(net.rate.get(p, 1.0) for p in crossed),
+                  sum(1 << i for i, f in enumerate(net.flaps) if f.part in crossed))
+                 for crossed in route(a, b)] if net.crosses((a, b)) else []
+        assert static[pos] == max([1.0] + [1.0 / r for r, _ in flows])
+        assert int(mask[pos]) == int(np.bitwise_or.reduce([0] + [f for _, f in flows]))
+    assert static.max() == 4.0 and mask.any()
+    healthy = Net(rm, (), 0)
+    monkeypatch.setattr(healthy, "route", lambda a, b: pytest.fail("routed"))
+    static, mask = healthy.pairs(src, dst)
+    assert (static == 1.0).all() and not mask.any()
+    static, mask = healthy.rings(src)
+    assert (static == 1.0).all() and not mask.any()
+
 def test_the_second_fault_is_named_once_the_firsts_instances_are_set_aside(small):
     """`--fault nic_port --fault link_flap --seed 0 --iterations 6`: of the N = 3,264 usable
     instances S = 61 look slowed, all 54 crossing the NIC port (at half rate) and 7 of the 54

@@ -354,7 +354,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
             bare_load = chain.bare_load(every, bare, it_sites, hours, hot)
     else:
         a = it_in[0]
-        square = sum([(a + h) ** 2 for h in avg_hours]) / n
+        square = site_loads.mean_square(a, avg_hours)
         stages = [attrs.evolve(s, mean_square_w2=square * s.share ** 2) for s in stages]
     per_stage: Dict[int, float] = {id(s): s.mean_losses() for s in stages}
     transformer_avg = sum(per_stage.values()) + chain.default_losses(bare_load[0])

@@ -20,10 +20,48 @@ from astral_dsl.units import Quantity
 Term = Tuple[float, Sequence[float], float]
 
 
-def hourly(base: float, circuits_: List[Term]) -> List[float]:
+# hourly's results by their inputs: a circuit's k per hour is heat_rejection.profile's, one
+# tuple per (climate, plan) in a process, so that a design compiled again with the same cooling
+# (a margins probe of a job's or a rack's figure, a sweep's point, a scenario's second analysis)
+# asks for the same hours again: 8,760 of them a circuit, two lists a site, a millisecond each.
+# A key holds the floats' exact bits (float.hex: 0.0 and -0.0 apart) and the k tuples' ids (the
+# tuples kept with the result, so an id is theirs); at most _KEPT results (a year's hours are
+# ~0.3 MB of floats).
+_HOURS: Dict[tuple, Tuple[tuple, Tuple[float, ...]]] = {}
+_KEPT = 16
+
+
+def hourly(base: float, circuits_: List[Term]) -> Tuple[float, ...]:
     """`base` plus every circuit's chillers and fans, hour by hour: heat x (k (1 + ratio) +
     ratio) for (heat, k per hour, fan ratio); a circuit without a climate holds one k for every
-    hour."""
+    hour. Immutable: the same tuple for the same inputs (_HOURS)."""
+    key = (float(base).hex(),) + tuple((float(q).hex(), id(k), float(r).hex())
+                                       for q, k, r in circuits_)
+    hit = _HOURS.get(key)
+    if hit is not None and all(a is b for a, (_, b, _) in zip(hit[0], circuits_)):
+        return hit[1]
+    out = tuple(_hourly(base, circuits_))
+    if len(_HOURS) >= _KEPT:
+        _HOURS.clear()
+    _HOURS[key] = (tuple(k for _, k, _ in circuits_), out)
+    return out
+
+
+def mean_square(a: float, hours: Sequence[float]) -> float:
+    """The mean over `hours` of (a + the hour's) squared (the transformers' load losses), kept
+    with hourly's results: the same for the same `a` and hours (one of hourly's tuples)."""
+    key = ("square", float(a).hex(), id(hours))
+    hit = _HOURS.get(key)
+    if hit is not None and hit[0] is hours:
+        return hit[1]
+    out = sum([(a + h) ** 2 for h in hours]) / len(hours)
+    if len(_HOURS) >= _KEPT:
+        _HOURS.clear()
+    _HOURS[key] = (hours, out)
+    return out
+
+
+def _hourly(base: float, circuits_: List[Term]) -> List[float]:
     n = max((len(k) for _, k, _ in circuits_), default=1)
     c = base + sum(q * r for q, _, r in circuits_)
     terms = [(q * (1 + r), k if len(k) == n else (k[-1],) * n) for q, k, r in circuits_]

@@ -143,17 +143,7 @@ class Group:
     def positions(self):
         """(first index, total count, instance) per distinct instance."""
         first: dict = {}
-
-        def walk(group, base):
-            offset = base
-            for run in group.runs:
-                if isinstance(run.item, Group):
-                    walk(run.item, offset)
-                    offset += run.count * run.item.count
-                else:
-                    first.setdefault(id(run.item), offset)
-                    offset += run.count
-        walk(self, 0)
+        _first_positions(self, 0, first)
         return tuple((first[id(item)], c, item) for c, item in self.flat())
 
     def items(self, limit: int):
@@ -196,6 +186,20 @@ def concat(parts) -> "Group":
     for p in parts:
         runs.extend(p.runs if isinstance(p, Group) else (Run(1, p),))
     return Group(merge_runs(runs))
+
+
+def _first_positions(group: Group, base: int, first: dict) -> None:
+    """The first index of each distinct instance under `group` from `base`, into `first` (by
+    id). A function of the module, not a closure that calls itself (which is a reference
+    cycle, left to the collector at every call)."""
+    offset = base
+    for run in group.runs:
+        if isinstance(run.item, Group):
+            _first_positions(run.item, offset, first)
+            offset += run.count * run.item.count
+        else:
+            first.setdefault(id(run.item), offset)
+            offset += run.count
 
 
 @records.frozen(eq=False)

@@ -95,10 +95,36 @@ def placement_of(design, job) -> Tuple[list, str]:
     return pairs, name
 
 
+# The clusters of a design's jobs by (the job, its GPU count), made once per design: a compiled
+# design and its jobs are frozen, and a job's cluster reads nothing else (its `placement`,
+# `hosts_per_rack` and the design's hardware), while its layout's options (a search's or a
+# rule's candidates, a sweep's points: validate_job with other degrees) change only the GPU
+# count. Kept while the design lives; at most _KEPT jobs and counts a design.
+_CLUSTERS: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
+_KEPT = 256
+
+
 def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Optional[Cluster]:
     """The hardware `job` runs on; under a scenario (`applied`: analyses.scenarios.Applied) its
     failed fabric parts and failed fractions of tiers. `ranks`: the job's GPU count (the
-    failures that matter are those on its hosts, the first `ranks` GPUs of its placement)."""
+    failures that matter are those on its hosts, the first `ranks` GPUs of its placement).
+    Without a scenario, made once per design, job and count (_CLUSTERS)."""
+    if applied:
+        return _cluster_of(design, job, applied, ranks)
+    kept = _CLUSTERS.get(design)
+    if kept is None:
+        kept = _CLUSTERS[design] = {}
+    hit = kept.get((id(job), ranks))
+    if hit is not None and hit[0] is job:       # (the job is kept with it: its id is its own)
+        return hit[1]
+    cluster = _cluster_of(design, job, None, ranks)
+    if len(kept) >= _KEPT:
+        kept.clear()
+    kept[id(job), ranks] = (job, cluster)
+    return cluster
+
+
+def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]:
     pairs, name = placement_of(design, job)
     if not pairs:
         return None

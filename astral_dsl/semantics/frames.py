@@ -34,7 +34,10 @@ class Env:
         return Env(self.module, None, {}, dict(locals_), self, self.symbols)
 
     def as_symbols(self) -> "Env":
-        return attrs.evolve(self, symbols=True)
+        # attrs.evolve's copy, made directly (evolve reads the class's fields at every call: a
+        # compile asks this of every enum-typed field)
+        return Env(self.module, self.frame, self.params, self.locals, self.outer, True,
+                   self.origins, self.template)
 
 
 @records.define(eq=False)

@@ -11,7 +11,7 @@ gives the wiring (which port lands on which switch, and the names) and that NVLi
 the schedule over them)."""
 from __future__ import annotations
 
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class Net:
             elif f.kind == "link_flap":
                 self.flaps.append(f)
         self.gpu_windows: List[Fault] = []
+        self._pairs: Dict[Tuple[int, int], Tuple[float, int]] = {}    # _pair's, by (a, b)
 
     def route(self, a: int, b: int) -> List[List[str]]:
         """The parts (ports, host cables, switches, uplinks) each flow between ranks a and b
@@ -119,12 +120,27 @@ class Net:
                  sum(1 << i for i, f in enumerate(self.flaps) if f.part in crossed))
                 for crossed in self.route(a, b)]
 
+    def _pair(self, a: int, b: int) -> Tuple[float, int]:
+        """(slow-down, flapping mask) of the flows between ranks a and b: the slowest flow's
+        1 / rate (at least 1) and the flapping links any crosses. Worked out once per pair of a
+        drill (its schedule sends between the same ranks at every step and micro-batch); 1 and
+        none without slowed parts or flapping links (no flow need be routed)."""
+        hit = self._pairs.get((a, b))
+        if hit is None:
+            slow, flap = 1.0, 0
+            if self.rate or self.flaps:
+                for rate, f in self._flows(a, b):
+                    slow = max(slow, 1.0 / rate)
+                    flap |= f
+            hit = self._pairs[a, b] = (slow, flap)
+        return hit
+
     def _factor(self, pairs):
         slow, flap = 1.0, 0
         for a, b in pairs:
-            for rate, f in self._flows(a, b):
-                slow = max(slow, 1.0 / rate)
-                flap |= f
+            s, f = self._pair(a, b)
+            slow = max(slow, s)
+            flap |= f
         return slow, flap
 
     def pairs(self, src: np.ndarray, dst: np.ndarray):
