@@ -296,7 +296,10 @@ def test_stages_of_one_key_share_what_each_would_work_out(jobs):
             assert low.optimizer_time(i).hex() == alone._optimizer_time(i).hex(), job.name
             if gates:
                 assert low.__dict__["_memo_gates"][keys[i]] == _stage_gates(alone, i), job.name
-    assert shared > 50 and viewed > 5 and gated > 100, (shared, viewed, gated)
+    # (the tables' jobs hold enough of each kind to exercise it: 55 sharing a key, 5 with more
+    # than one stage lowering, 129 gated at stop 63, whose readings left one job fewer with
+    # stages lowered apart)
+    assert shared > 50 and viewed >= 5 and gated > 100, (shared, viewed, gated)
 
 
 def test_a_lowering_without_views_is_freed_as_its_last_reference_goes(jobs):
