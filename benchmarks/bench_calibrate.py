@@ -58,7 +58,7 @@ def main(argv) -> None:
         for times in [int(a) for a in argv] or [3, 20]:
             path = repeated(times, Path(d))
             tables = [(path.stem, read_table(path))]
-            configs = len(configurations(rows_of(tables)[0])[1])
+            configs = len(configurations([r.prepared for r in rows_of(tables)[0]])[1])
             calls.update(iteration=0, run=0)
             t0 = time.process_time()
             doc = calibrate(tables)[0]
