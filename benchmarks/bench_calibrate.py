@@ -35,6 +35,14 @@ def repeated(times: int, directory: Path) -> Path:
     return path
 
 
+def repeats(argv, default):
+    """a100.csv N times over (`repeated`) for each N of `argv` (default: `default`), in a folder
+    removed once they are all read."""
+    with tempfile.TemporaryDirectory() as d:
+        for times in [int(a) for a in argv] or default:
+            yield repeated(times, Path(d))
+
+
 def counting(patch=setattr) -> dict:
     """Seer's iteration() and run() counted from now on (`patch`: setattr, or a test's
     monkeypatch.setattr, which puts them back): {name: calls}."""
@@ -54,18 +62,16 @@ def main(argv) -> None:
     calls = counting()
     print(f"{'table':<10} {'rows':>6} {'configs':>8} {'iteration()':>12} {'run()':>7} "
           f"{'CPU s':>7}")
-    with tempfile.TemporaryDirectory() as d:
-        for times in [int(a) for a in argv] or [3, 20]:
-            path = repeated(times, Path(d))
-            tables = [(path.stem, read_table(path))]
-            configs = len(configurations(rows_of(tables)[0])[1])
-            calls.update(iteration=0, run=0)
-            t0 = time.process_time()
-            doc = calibrate(tables)[0]
-            cpu = time.process_time() - t0
-            rows = sum(s["rows"] for s in doc["sets"].values())
-            print(f"{path.stem:<10} {rows:>6,} {configs:>8,} {calls['iteration']:>12,} "
-                  f"{calls['run']:>7,} {cpu:>7.1f}")
+    for path in repeats(argv, [3, 20]):
+        tables = [(path.stem, read_table(path))]
+        configs = len(configurations([r.prepared for r in rows_of(tables)[0]])[1])
+        calls.update(iteration=0, run=0)
+        t0 = time.process_time()
+        doc = calibrate(tables)[0]
+        cpu = time.process_time() - t0
+        rows = sum(s["rows"] for s in doc["sets"].values())
+        print(f"{path.stem:<10} {rows:>6,} {configs:>8,} {calls['iteration']:>12,} "
+              f"{calls['run']:>7,} {cpu:>7.1f}")
 
 
 if __name__ == "__main__":

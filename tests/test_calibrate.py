@@ -534,3 +534,32 @@ def test_a_marker_error_names_the_line_an_editor_shows():
 
     with pytest.raises(tables.MarkerError, match="^line 2: "):
         tables.regions(f"prose\u2028more prose\n{OPEN}\nold\n")
+
+
+def test_calibrate_docs_is_written_whole_or_not_at_all(tiny, tmp_path, capsys, monkeypatch):
+    """--docs rewrote the user's Markdown in place (open "w"): a write cut short (Ctrl-C, a full
+    disk; here text that cannot be encoded) left it truncated. Now it is the old file or the new
+    one, keeps its permissions, and a link to it stays a link."""
+    import os
+    import stat
+
+    from astral_dsl.outputs import calibration as tables
+
+    path, _ = tiny
+    old = "# Fit\n\n<!-- calibration:accuracy -->\nold\n<!-- /calibration:accuracy -->\n"
+    md = tmp_path / "real.md"
+    md.write_text(old, encoding="utf-8")
+    md.chmod(0o640)
+    link = tmp_path / "link.md"
+    link.symlink_to(md.name)
+    argv = ["calibrate", str(path), "--max-iterations", "2", "--docs", str(link)]
+    real = tables.rewrite
+    monkeypatch.setattr(tables, "rewrite", lambda text, doc: real(text, doc) + "\ud800")
+    assert cli.main(argv) != 0          # E000: an internal error, at the write
+    assert md.read_text(encoding="utf-8") == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.md", "real.md"]   # no leftover
+    monkeypatch.setattr(tables, "rewrite", real)
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert "\nold\n" not in md.read_text(encoding="utf-8") and link.is_symlink()
+    assert stat.S_IMODE(os.stat(md).st_mode) == 0o640

@@ -59,7 +59,7 @@ def test_repeated_rows_cost_the_forecasts_of_one(counted):
     thrice, r3, j3 = _work(_rows(3))
     assert cost["iteration"] > len(BASE) and cost["run"] == len(BASE)
     assert dict(counted) == cost and thrice.forecasts == once.forecasts
-    assert F.configurations(_rows(3)) == ([0, 1, 2] * 3, [0, 1, 2])
+    assert F.configurations([r.prepared for r in _rows(3)]) == ([0, 1, 2] * 3, [0, 1, 2])
     n = len(BASE)
     assert [r3[i] for i in range(3 * n)] == [r1[i] for i in range(n)] * 3
     assert (j3[:3 * n] == list(j1[:n]) * 3).all()
@@ -96,7 +96,26 @@ def test_a_configuration_is_what_the_forecast_reads_not_the_row():
     rows, _ = F.rows_of([("t", parse_table(_csv(same + other), "t.csv"))])
     assert [configs.stated(r.prepared) == configs.stated(rows[0].prepared) for r in rows] == \
         [True, True, False, False]
-    assert F.configurations(rows) == ([0, 0, 1, 2], [0, 2, 3])
+    assert F.configurations([r.prepared for r in rows]) == ([0, 0, 1, 2], [0, 2, 3])
+
+
+def test_runs_forecasts_a_configuration_once(counted, tmp_path):
+    """`astral runs` forecasts each configuration once (configs.py), as a fit does: a table of
+    20,000 copies of one run had not finished in 200 s at one forecast a row. Each row keeps
+    its own job name, figures and errors, the numbers of each row forecast on its own."""
+    from astral_dsl.runs.evaluate import evaluate, evaluate_one, prepare
+    from astral_dsl.seer.calibration import shipped
+
+    rows = [_row(b, id=f"{b}_{k}") for k in range(4) for b in BASE]
+    rows[-1] = _row(BASE[-1], id="own", tokens_per_s_per_gpu="400")   # a figure of its own
+    prepared = prepare(parse_table(_csv(rows), "t.csv"))
+    counted.update(iteration=0, run=0)
+    shared = evaluate(prepared, shipped())
+    assert counted["run"] == len(BASE)
+    alone = [evaluate_one(p, shipped()) for p in prepared]
+    assert shared == alone
+    assert [r.job.name for r in shared] == [f"run_{r['id']}" for r in rows]
+    assert shared[-1].error != shared[len(BASE) - 1].error
 
 
 def test_calibrate_says_what_it_is_doing_on_a_terminal(tmp_path):

@@ -432,6 +432,22 @@ def test_a_very_long_line_is_shown_as_a_window_around_the_span(tmp_path):
     assert caret.index("^") == shown.index("x =")      # the caret still points at `x`
 
 
+def test_a_window_is_cut_after_its_control_characters_are_escaped(tmp_path):
+    """A UTF-16 line (a NUL every other character) was cut to 120 characters, then escaped to
+    300 and more; the window now counts what is shown, and the caret still points at the span."""
+    from astral_dsl.diagnostics import Diagnostic, Severity, Span
+    from astral_dsl.outputs.human import render
+
+    line = "\x00".join("site S { power_limit = 5 zz" + " " * 150 + "}")
+    col = line.index("z") + 1
+    d = Diagnostic("E300", Severity.ERROR, "unknown unit `zz`", Span.at("f", 1, col, 1, col + 3))
+    shown, caret = render(d, lambda f, n: line if n == 1 else None).splitlines()[3:5]
+    body = shown.split("| ", 1)[1]
+    assert len(body) <= 120 + 6 and body.startswith("...") and body.endswith("...")
+    assert "\\x00" in body and body[caret.index("^") - len(shown) + len(body):].startswith("z")
+    assert caret.count("^") == len("z\\x00z")
+
+
 def test_the_launcher_runs_as_a_module_as_the_script_does():
     """`python -m astral_dsl.launch` (the `astral` script's module) runs the command line: it
     had no `__main__` guard and exited 0 having done nothing."""

@@ -476,3 +476,15 @@ def test_a_jobs_forecast_carries_its_band():
     # tokens/s whole, beside a band of -19/+24 % (it had a tenth of a token per second)
     fc = seer.forecast(design, job="llama70b")
     assert got["tokens_per_s"] == round(fc.tokens_per_s) and type(got["tokens_per_s"]) is int
+
+
+def test_the_working_directory_given_as_a_side_is_named_as_given(tmp_path):
+    """`diff A /tmp/dir` run inside /tmp/dir named the folder `.` (a path below the working
+    directory is shown relative to it, the directory itself was `.`)."""
+    folder = tmp_path / "designs"
+    folder.mkdir()
+    p = astral("diff", str(REPO / "examples" / "tutorial_rack.astral"), str(folder),
+               cwd=folder)
+    assert p.returncode == 2, p
+    assert f"cannot read `{folder}`: Is a directory" in p.stdout + p.stderr
+    assert "`.`" not in p.stdout + p.stderr and "--> .\n" not in p.stdout

@@ -84,6 +84,24 @@ def test_a_quoted_number_given_to_set_is_shown_quoted_with_a_hint(tmp_path):
     assert d.message.endswith("got `45 GB`") and "dimension" in d.hint
 
 
+@pytest.mark.parametrize("source, given, hint", [
+    # was: "give it in a unit of the default's dimension": `300K` read as the absolute one
+    ("param t = 90 degC", "300K", "`K` is a temperature difference in astral, not an absolute "
+     "temperature: write an absolute one in `degC` or `degF`, e.g. `--set t=26.85 degC` for "
+     "300 K above absolute zero"),
+    ("param t = 90 degC", "25 K", "`K` is a temperature difference in astral, not an absolute "
+     "temperature: write an absolute one in `degC` or `degF`, e.g. `--set t=25 degC`"),
+    ("param t = 10 K", "30 degC", "`degC` is an absolute temperature; a difference is written "
+     "in `K` (or `delta_degC`), e.g. `--set t=30 K` for 30 degC above 0 degC"),
+    ("param t: temperature = 90 degC", "300 K", "`K` is a temperature difference in astral, "
+     "not an absolute temperature: write an absolute one in `degC` or `degF`, e.g. "
+     "`26.85 degC` for 300 K above absolute zero"),
+])
+def test_set_says_k_is_a_temperature_difference(source, given, hint, tmp_path):
+    d = only(build(source + "\nsite S {}\n", tmp_path, overrides={"t": given}), "E310")
+    assert d.hint == hint
+
+
 def test_a_huge_value_given_to_set_is_not_echoed_back_whole(tmp_path):
     # a 120 KB value was repeated whole in the message (and the hint)
     huge = "a" * 120_000

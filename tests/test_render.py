@@ -517,6 +517,19 @@ def test_name_resolution_and_its_diagnostics():
     with pytest.raises(RenderError) as err:
         render(c.design, "rack", "Astral.pods[1]", checked=c)
     assert err.value.diagnostic.code == "E702" and "--view pod" in err.value.diagnostic.hint
+    # a path is a flag's text, not a file: E105 said "the file ends at line 1"
+    said = {}
+    for name in ("Astral.pods[1", "Astral.pods[1] +", "Astral.pods[1]]"):
+        with pytest.raises(RenderError) as err:
+            render(c.design, "pod", name, checked=c)
+        said[name] = (err.value.diagnostic.message, err.value.diagnostic.hint)
+    assert said == {
+        "Astral.pods[1": ("--name Astral.pods[1: this `[` is never closed: the path ends before "
+                          "its `]`", "close it with `]`, e.g. `Astral.pods[1]`"),
+        "Astral.pods[1] +": ("--name Astral.pods[1] +: the path stops in the middle",
+                             "complete it, or give a path such as `Site.pods[0]`"),
+        "Astral.pods[1]]": ("--name Astral.pods[1]]: unexpected `]`; expected the end of the "
+                            "path", "write a path such as `Site.pods[0]`")}
     with pytest.raises(RenderError) as err:
         render(c.design, "cluster", scenario="hvdc_lst", checked=c)
     assert err.value.diagnostic.code == "E216" and "hvdc_lost" in err.value.diagnostic.hint

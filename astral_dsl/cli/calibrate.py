@@ -7,7 +7,7 @@ import sys
 from typing import Optional
 
 from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usage, written_over
-from astral_dsl.regularfile import output
+from astral_dsl.outputs.whole import whole
 
 NAME = "calibrate"
 HELP = "refit Seer's constants on runs tables and report the leave-one-group-out error"
@@ -115,7 +115,7 @@ def run(args, overrides) -> int:
     differ = out.compare(doc, old_doc) if old_doc is not None else None
     if args.output:
         try:
-            with open(output(args.output), "w", encoding="utf-8") as fh:
+            with whole(args.output, "utf-8") as fh:
                 fh.write(fit_text(doc))
         except OSError as exc:
             return usage(f"-o {args.output}: {exc.strerror or exc}")
@@ -126,8 +126,8 @@ def run(args, overrides) -> int:
                 return usage(f"--docs: {args.docs} no longer marks a calibration table")
             text = out.rewrite(docs_text, doc)
             if text != docs_text:
-                with open(output(args.docs), "w", encoding="utf-8", newline="") as fh:
-                    fh.write(text)
+                with whole(args.docs, "utf-8") as fh:      # whole or not at all: Ctrl-C,
+                    fh.write(text)                        # a full disk leave the old one
         except out.MarkerError as exc:
             return usage(f"--docs: {args.docs}, {exc}")
         except (OSError, UnicodeDecodeError) as exc:

@@ -74,7 +74,6 @@ def _snippet(span, line_of, gutter: int, blue, marked) -> list:
     else:
         width = max(1, len(text) - start)
     text, start, width = _window(text, start, width)
-    text, start, width = _escaped(text, start, width)
     out.append(f"{pad} {blue('|')}")
     out.append(f"{blue(str(span.start.line).rjust(gutter))} {blue('|')} {text}")
     out.append(f"{pad} {blue('|')} {marked(' ' * start + '^' * width)}")
@@ -82,18 +81,37 @@ def _snippet(span, line_of, gutter: int, blue, marked) -> list:
 
 
 def _window(text: str, start: int, width: int):
-    """A long line is cut to a window around the span, marked with `...` where it was cut."""
-    if len(text) <= MAX_SHOWN:
-        return text, start, width
-    width = min(width, MAX_SHOWN - 40)
-    lo = max(0, start - 30)
-    hi = min(len(text), lo + MAX_SHOWN)
-    shown = text[lo:hi]
-    if lo > 0:
-        shown, start = "..." + shown, start - lo + 3
-    if hi < len(text):
-        shown += "..."
-    return shown, start, width
+    """The shown line, control characters escaped (see _escaped), cut to a window of MAX_SHOWN
+    characters around the span when longer, marked with `...` where it was cut. Escaped, then
+    cut: a UTF-16 line read as UTF-8 (a `\x00` every other character) was cut to 120
+    characters, then printed 300 and more once escaped."""
+    if len(text) <= MAX_SHOWN and len(printable(text)) <= MAX_SHOWN:
+        return _escaped(text, start, width)
+    end = min(start, len(text))
+    lo = max(0, end - 30)
+    # each character shows as one or more: no more of the line than this can be in the window
+    pieces = [printable(ch) for ch in text[lo:end + MAX_SHOWN]]
+    at = end - lo
+    while at and sum(map(len, pieces[:at])) > 30:        # at most 30 shown before the span
+        pieces, at, lo = pieces[1:], at - 1, lo + 1
+    head = "".join(pieces[:at]) + " " * (start - end)
+    marked = _fitting(pieces[at:at + max(1, width)], MAX_SHOWN - 40)
+    tail = _fitting(pieces[at + len(marked):], MAX_SHOWN - len(head) - len("".join(marked)), 0)
+    head = ("..." if lo else "") + head
+    cut = lo + at + len(marked) + len(tail) < len(text)
+    marked, tail = "".join(marked), "".join(tail) + ("..." if cut else "")
+    return head + marked + tail, _columns(head), max(1, _columns(marked))
+
+
+def _fitting(pieces, room: int, least: int = 1) -> list:
+    """The first of `pieces` that fit in `room` characters (at least `least`)."""
+    n = 0
+    for piece in pieces:
+        room -= len(piece)
+        if room < 0:
+            break
+        n += 1
+    return pieces[:max(least, n)]
 
 
 def _escaped(text: str, start: int, width: int):

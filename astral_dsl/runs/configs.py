@@ -1,8 +1,9 @@
-"""The configurations of a fit's rows (runs/fit.py): rows that state the same job on the same
-system are forecast alike under any constants, whatever their ids and published figures (a run
-published by several releases that Seer reads alike, or a table's repeated runs), so the fit
-forecasts, chooses and asks uses() once per configuration, and its cost grows with the
-configurations, not the rows."""
+"""The configurations of a runs table's rows: rows that state the same job on the same system
+are forecast alike under any constants, whatever their ids and published figures (a run
+published by several releases that Seer reads alike, or a table's repeated runs), so a fit
+(runs/fit.py) forecasts, chooses and asks uses() once per configuration, `astral runs`
+(runs/evaluate.py) forecasts each once, and their cost grows with the configurations, not the
+rows."""
 from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
@@ -18,12 +19,13 @@ def stated(p) -> Tuple:
     return attrs.evolve(p.spec, name=""), p.gpu, p.net
 
 
-def configurations(rows: Sequence) -> Tuple[List[int], List[int]]:
-    """(row -> the index of its configuration (`stated`), configuration -> its first row)."""
+def configurations(prepared: Sequence) -> Tuple[List[int], List[int]]:
+    """(row -> the index of its configuration (`stated`), configuration -> its first row), of
+    rows prepared alright (runs/evaluate.py's Prepared with a job)."""
     index: Dict[Tuple, int] = {}
     config, first = [], []
-    for i, r in enumerate(rows):
-        k = index.setdefault(stated(r.prepared), len(index))
+    for i, p in enumerate(prepared):
+        k = index.setdefault(stated(p), len(index))
         if k == len(first):
             first.append(i)
         config.append(k)

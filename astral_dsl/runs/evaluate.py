@@ -9,6 +9,7 @@ from typing import List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.runs import score
+from astral_dsl.runs.configs import configurations, named
 from astral_dsl.runs.express import Expressed, NotExpressible, column_of, express
 from astral_dsl.seer.regime import regime
 
@@ -90,22 +91,38 @@ def prepare(table, systems=None) -> List[Prepared]:
     return [prepare_row(row, systems) for row in table.runs]
 
 
-def evaluate_one(p: Prepared, calibration=None) -> Result:
+def evaluate_one(p: Prepared, calibration=None, fc=None) -> Result:
+    """`p` forecast and scored; `fc`: the forecast of its configuration (configs.py), when
+    another row of it was forecast already."""
     from astral_dsl.seer.forecast import run
 
-    if any(field == "row" for field, _ in p.row.problems):
+    if _unread(p):
         return Result(p, None, None)      # its cells do not line up with the columns: none is read
     metric, value = score.published(p.row)
     if p.status != "ok":
         return Result(p, metric, value)
-    fc = run(p.spec, p.gpu, p.net, calibration=calibration)
-    t = fc.iteration_time
+    fc = fc or run(p.spec, p.gpu, p.net, calibration=calibration)
+    t, job = fc.iteration_time, named(fc.job, p.spec.name)
     # a row that publishes no figure is forecast in tokens/s per GPU, with nothing to score
     shown = metric or "tokens_per_s_per_gpu"
-    f = score.forecast_metric(shown, p.row, fc.job, t)
+    f = score.forecast_metric(shown, p.row, job, t)
     err = score.signed_error(metric, f, value) if metric else None
-    return Result(p, shown, value, f, err, t, fc.chosen, fc.memory.total, p.notes, fc.job)
+    return Result(p, shown, value, f, err, t, fc.chosen, fc.memory.total, p.notes, job)
+
+
+def _unread(p: Prepared) -> bool:
+    """Its cells do not line up with the columns."""
+    return any(field == "row" for field, _ in p.row.problems)
 
 
 def evaluate(prepared: List[Prepared], calibration=None) -> List[Result]:
-    return [evaluate_one(p, calibration) for p in prepared]
+    """Each row forecast and scored, each configuration (configs.py) forecast once: a table of
+    one run repeated costs one forecast."""
+    from astral_dsl.seer.forecast import run
+
+    ok = [i for i, p in enumerate(prepared) if p.status == "ok" and not _unread(p)]
+    config, first = configurations([prepared[i] for i in ok])
+    forecasts = [run(prepared[ok[i]].spec, prepared[ok[i]].gpu, prepared[ok[i]].net,
+                     calibration=calibration) for i in first]
+    byrow = {i: forecasts[k] for i, k in zip(ok, config)}
+    return [evaluate_one(p, calibration, byrow.get(i)) for i, p in enumerate(prepared)]

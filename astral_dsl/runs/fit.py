@@ -104,7 +104,7 @@ class Problem:
         self.rows, self.free, self.base = rows, list(free), base
         # row -> its configuration (stated), and each configuration's first row: the rows of
         # one configuration share its forecasts, its rule's choices and its uses()
-        self.config, self.first = configurations(rows)
+        self.config, self.first = configurations([r.prepared for r in rows])
         self.specs = self._chosen(base)
         self.depends: Optional[List[List[int]]] = None
         self.forecasts = 0

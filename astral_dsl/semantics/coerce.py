@@ -136,10 +136,8 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
                   span, _PLAIN_HINTS[t.dim][1])
         if value.dimensionless and not value.unit and unit:
             hint = f"add a unit, e.g. `{format_number(value.si)} {unit}`"
-        elif t.dim == "temperature" and value.dims == dims:
-            hint = "a temperature point is written in `degC` (K is a difference)"
-        elif t.dim == "temperature_delta" and value.dims == dims:
-            hint = "a temperature difference is written in `K`"
+        elif t.dim in ("temperature", "temperature_delta") and value.dims == dims:
+            hint = temperature_hint(value, point)
         else:
             hint = f"expected {_a(expected)} such as `{unit}`" if unit else None
         _fail("E304", f"{what} expects {_a(expected)}, got {value.describe()}", span, hint)
@@ -165,6 +163,22 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
     if bad is not None:
         _fail(bad[0], f"{what} {bad[1]}: {value}", span, _bound_hint(dom, value))
     return value
+
+
+def temperature_hint(value: Quantity, point: bool, written=lambda v: f"`{v}`") -> str:
+    """The hint for a temperature `value` given where a temperature point (`point`) or a
+    difference is expected: which the language reads its unit as, and how to write the other
+    (`written`: how an example is shown, e.g. as a --set flag)."""
+    if point:
+        kelvin = value.si > 150           # absolute kelvin, as a physicist writes them
+        absolute = format_number(round(value.si - 273.15, 9) if kelvin else value.si)
+        return (f"`{value.unit or 'K'}` is a temperature difference in astral, not an absolute "
+                f"temperature: write an absolute one in `degC` or `degF`, e.g. "
+                f"{written(f'{absolute} degC')}"
+                + (f" for {value} above absolute zero" if kelvin else ""))
+    return (f"`{value.unit}` is an absolute temperature; a difference is written in `K` (or "
+            f"`delta_degC`), e.g. {written(f'{format_number(value.si - 273.15)} K')} for "
+            f"{value} above 0 degC")
 
 
 def _shown(si: float, like: Quantity) -> str:

@@ -47,9 +47,7 @@ def _module_value(inst, symbol):
                     and value.point == default.point):
                 fail("E310", f"--set {node.name.name}: expected a {default.describe()} like "
                              f"the default `{default}`, got {_shown(value)}", span,
-                     ("write it without quotes" if isinstance(value, str) else
-                      "give it in a unit of the default's dimension") +
-                     f", e.g. `--set {node.name.name}={default}`")
+                     _set_hint(node.name.name, value, default))
             if isinstance(default, (bool, str)) and type(value) is not type(default):
                 from astral_dsl.model.values import show, type_name
 
@@ -75,6 +73,17 @@ def _module_value(inst, symbol):
     if inst.trace is not None:
         inst.trace.module_value(symbol, value)
     return value
+
+
+def _set_hint(name: str, value, default: Quantity) -> str:
+    """The hint for `--set name=value` of another dimension than the default's: a temperature
+    difference (`300K`) for a temperature says that `K` is one, and how to write the point."""
+    from astral_dsl.semantics.coerce import temperature_hint
+
+    if isinstance(value, Quantity) and value.dims == default.dims:
+        return temperature_hint(value, default.point, lambda v: f"`--set {name}={v}`")
+    return ("write it without quotes" if isinstance(value, str) else
+            "give it in a unit of the default's dimension") + f", e.g. `--set {name}={default}`"
 
 
 def _shown(value) -> str:

@@ -141,8 +141,8 @@ def project_root(entry: Path) -> Path:
 def display_name(path: Path) -> str:
     """Paths in diagnostics: a file of the shipped stdlib by its one name wherever the package
     is installed (`stdlib/power.astral`: resources.stdlib_name; resources.source_file leads
-    back to the file); any other relative to the working directory when below it, else as
-    given, with `./` before one that would read as a stdlib file's name (in a folder `stdlib`
+    back to the file); any other relative to the working directory when below it, else (the
+    working directory itself among them) as given, with `./` before one that would read as a stdlib file's name (in a folder `stdlib`
     of the user's own: no name stands for two files)."""
     try:
         resolved = path.resolve()
@@ -150,6 +150,8 @@ def display_name(path: Path) -> str:
         if stdlib is not None:
             return stdlib
         name = str(resolved.relative_to(Path.cwd().resolve()))
+        if name == ".":          # the working directory itself, named as given (not `.`)
+            name = str(path)
     except (ValueError, OSError, RuntimeError):    # outside it; a symbolic link in a loop
         name = str(path)
     return "./" + name if resources.is_stdlib_name(name) else name

@@ -94,7 +94,7 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
     opener = unclosed(source.text)
     if opener is not None:             # at the bracket never closed, not at the end of the file
         ch, at_line, at_col = opener
-        closer = _PAIRS[ch]
+        closer = PAIRS[ch]
         return Diagnostic("E105", Severity.ERROR,
                           f"this `{ch}` is never closed: the file ends at line {line} before "
                           f"its `{closer}`", Span.at(name, at_line, at_col),
@@ -143,7 +143,7 @@ def _module_path_hint(before: str, tok: str) -> str | None:
             "root); no `..` or `/` reaches another folder (language.md, 3.2)")
 
 
-_PAIRS = {"{": "}", "(": ")", "[": "]"}
+PAIRS = {"{": "}", "(": ")", "[": "]"}
 # possessive repeats, as the grammar's STRING: `(?:[^"]|\\.)*` keeps ~120 bytes of state per
 # character, 600 MB for a 5 MB string in a file with a syntax error
 _BRACKETS = re.compile(r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*[\s\S]*?\*/|[{}()\[\]]|\n')
@@ -179,7 +179,7 @@ def _open_brackets(text: str):
             continue
         col = m.start() - line_start + 1
         head = text[line_start:m.start()]
-        if tok in _PAIRS:
+        if tok in PAIRS:
             stack.append((tok, line, col, len(head) - len(head.lstrip(" \t"))))
             continue
         if not stack:
@@ -197,14 +197,14 @@ def _bracket_hint(source: Source, tok: Token, expected) -> str | None:
     stack, _ = _open_brackets(source.text[:tok.start_pos or 0])
     closer = str(tok)
     if closer in ("}", ")", "]") and not stack:
-        opener = {v: k for k, v in _PAIRS.items()}[closer]
+        opener = {v: k for k, v in PAIRS.items()}[closer]
         return (f"this `{closer}` closes no `{opener}`: delete it, or look above for the "
                 f"`{closer}` that closed its block too early")
     if stack and stack[-1][0] in "([" and stack[-1][1] < tok.line and \
-            _PAIRS[stack[-1][0]] in [_TERMINALS.get(n, "").strip("`") for n in expected]:
+            PAIRS[stack[-1][0]] in [_TERMINALS.get(n, "").strip("`") for n in expected]:
         ch, line, col, _ = stack[-1]
         return (f"the `{ch}` at line {line}, column {col} is not closed: close it with "
-                f"`{_PAIRS[ch]}` before this")
+                f"`{PAIRS[ch]}` before this")
     return None
 
 

@@ -15,6 +15,7 @@ from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.values import Group
 from astral_dsl.outputs.render.context import RenderError, render_error
 from astral_dsl.syntax import ast
+from astral_dsl.syntax.errors import PAIRS, unclosed
 from astral_dsl.syntax.parser import parse_expression
 from astral_dsl.syntax.source import Source
 
@@ -60,13 +61,29 @@ def _error(code: str, text: str, message: str, hint: Optional[str] = None) -> Re
     return RenderError(Diagnostic(code, Severity.ERROR, f"--name {text}: {message}", None, hint))
 
 
+def _syntax(d: Diagnostic, text: str) -> Diagnostic:
+    """The parser's diagnostic for a path that is not one, in the words of a flag: the parser's
+    end of input is the end of a file, and its hints look above in it (E105 said "the file ends
+    at line 1" of `Lab.pods[0`)."""
+    message = d.message.replace("the end of the file", "the end of the path")
+    hint = d.hint if d.hint and "above" not in d.hint else "write a path such as `Site.pods[0]`"
+    if d.code == "E105":
+        opener = unclosed(text)
+        if opener is not None:
+            closer = PAIRS[opener[0]]
+            message = f"this `{opener[0]}` is never closed: the path ends before its `{closer}`"
+            hint = f"close it with `{closer}`, e.g. `{text.strip()}{closer}`"
+        else:
+            message = "the path stops in the middle"
+            hint = "complete it, or give a path such as `Site.pods[0]`"
+    return Diagnostic(d.code, d.severity, f"--name {text}: {message}", None, hint)
+
+
 def resolve(design: Design, text: str) -> Located:
     try:
         expr = parse_expression(Source("--name", text.strip()))
     except DiagnosticError as exc:
-        d = exc.diagnostic
-        raise RenderError(Diagnostic(d.code, d.severity, f"--name {text}: {d.message}", None,
-                                     d.hint or "write a path such as `Site.pods[0]`")) from None
+        raise RenderError(_syntax(exc.diagnostic, text)) from None
     ops: List[Tuple[str, object]] = []
     node = expr
     while True:
