@@ -624,3 +624,18 @@ def test_fmt_stdin_to_an_ascii_stdout_writes_the_source_in_utf8():
             sys.stdin = saved
         data = out.buffer.getvalue()
     assert (code, data, err.buffer.getvalue()) == (0, expected, b"")
+
+
+def test_plot_without_an_extension_beside_a_folder_of_that_name_is_drawn(tmp_path):
+    # `--plot out` with a folder `out` there: matplotlib writes out.png beside it, which the
+    # check before any work refused as `out` being a folder
+    (tmp_path / "it").mkdir()
+    p = astral("forecast", REPO / "examples" / "single_pod.astral", "--plot", tmp_path / "it")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "it.png").is_file()
+    (tmp_path / "it.png").unlink()
+    (tmp_path / "it.png").mkdir()           # the file it would write is the folder: refused
+    p = astral("forecast", REPO / "examples" / "single_pod.astral", "--plot", tmp_path / "it")
+    assert p.returncode == 2
+    assert p.stderr == (f"astral: error: --plot: cannot write `{tmp_path / 'it.png'}`: it is a "
+                        f"folder (name a file in it)\n")

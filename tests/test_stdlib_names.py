@@ -175,3 +175,25 @@ def test_a_baseline_writes_a_users_own_stdlib_folder_so_that_it_reads_back_as_it
     assert stored(own, folder) == "./stdlib/power.astral"
     assert restored("./stdlib/power.astral", folder) == own
     assert restored("stdlib/power.astral", folder) == "stdlib/power.astral"
+
+
+def test_a_baseline_written_before_stdlib_files_had_one_name_still_accepts_their_warnings(
+        tmp_path, monkeypatch):
+    """A baseline written by an earlier astral named a stdlib file by its path relative to the
+    baseline's folder (`../installed/stdlib/power.astral`, the absolute path made relative):
+    read back, it names the stdlib file by its one name again, and accepts its warning (it was
+    read as a file of the user's: the warning, accepted before the upgrade, was reported)."""
+    cwd = _stdlib_warning(tmp_path, monkeypatch)
+    (cwd.parent / "ci").mkdir()
+    baseline = cwd.parent / "ci" / "accepted.json"
+    out = astral("check", "../d.astral", "--write-baseline", str(baseline), cwd=cwd)
+    assert out.returncode == 0, out.stdout + out.stderr
+    old = os.path.relpath(resources.stdlib_dir() / "power.astral", baseline.parent)
+    text = baseline.read_text(encoding="utf-8")
+    assert '"stdlib/power.astral"' in text
+    baseline.write_text(text.replace('"stdlib/power.astral"', json.dumps(old)),
+                        encoding="utf-8")
+    again = json.loads(astral("check", "d.astral", "--baseline", "ci/accepted.json",
+                              "--format", "json", cwd=cwd.parent).stdout)
+    assert [d["code"] for d in again["diagnostics"]] == []
+    assert "W214" in {a["code"] for a in again["accepted"]}

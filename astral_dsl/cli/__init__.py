@@ -358,6 +358,10 @@ def _nowhere(args) -> Optional[str]:
                 name == "output" and args.command == "synth"
                 and not path.endswith((".csv", ".jsonl"))):         # a drill's traces
             continue
+        if name == "plot":              # matplotlib writes PATH.png for a PATH without extension
+            from astral_dsl.cli.common import plotted
+
+            path = plotted(path)
         if os.path.isdir(path):
             return f"{flag}: cannot write `{path}`: it is a folder (name a file in it)"
         folder = os.path.dirname(path)

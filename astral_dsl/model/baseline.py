@@ -7,11 +7,12 @@ start-up)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Iterable, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity
-from astral_dsl.resources import is_stdlib_name
+from astral_dsl.resources import is_stdlib_name, stdlib_name
 
 
 @records.frozen
@@ -55,8 +56,17 @@ def stored(file: str, folder: str) -> str:
 
 
 def restored(file: str, folder: str) -> str:
-    """The file a baseline file in `folder` names `file` (`stored`'s inverse), absolute."""
-    return absolute(file if is_stdlib_name(file) else os.path.join(folder, file))
+    """The file a baseline file in `folder` names `file` (`stored`'s inverse), absolute; a
+    file of the shipped stdlib named by its path (as baselines written before stdlib files had
+    one name did: `../venv/.../astral_dsl/stdlib/power.astral`) by that name, which its warnings
+    carry (else they were no longer accepted)."""
+    if is_stdlib_name(file):
+        return file
+    path = absolute(os.path.join(folder, file))
+    try:
+        return stdlib_name(Path(path).resolve()) or path
+    except (OSError, RuntimeError):             # a symbolic link in a loop
+        return path
 
 
 def baseline_entries(diagnostics: Iterable[Diagnostic]) -> Tuple[BaselineEntry, ...]:
