@@ -639,3 +639,46 @@ def test_plot_without_an_extension_beside_a_folder_of_that_name_is_drawn(tmp_pat
     assert p.returncode == 2
     assert p.stderr == (f"astral: error: --plot: cannot write `{tmp_path / 'it.png'}`: it is a "
                         f"folder (name a file in it)\n")
+
+
+def test_a_whole_write_asks_the_kernel_before_renaming_over_a_file(tmp_path, monkeypatch):
+    """outputs/whole.py renames the finished file over the output; it first opens the output as
+    open() would (without truncating), so a file its user may not write, or a link that Linux's
+    `fs.protected_symlinks` forbids following (a link planted in /tmp pointing at another's
+    file), is refused as open() refuses it, not replaced: the kernel's refusal is simulated
+    here (tests run as root, and this container's sysctl is 0). A dangling link's target the
+    probe made is removed when the writing fails."""
+    import os
+
+    import pytest
+
+    from astral_dsl.outputs import whole as whole_mod
+
+    mine = tmp_path / "theirs.txt"
+    mine.write_text("keep", encoding="utf-8")
+    planted = tmp_path / "trace.json"
+    planted.symlink_to(mine)
+    real_open = os.open
+
+    def kernel(path, flags, *args):
+        if os.fspath(path) == os.fspath(planted):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(whole_mod.os, "open", kernel)
+    with pytest.raises(PermissionError):
+        with whole_mod.whole(str(planted), "utf-8") as fh:
+            fh.write("new")
+    assert mine.read_text(encoding="utf-8") == "keep" and planted.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.txt", "trace.json"]
+    monkeypatch.setattr(whole_mod.os, "open", real_open)
+    dangling = tmp_path / "out.json"
+    dangling.symlink_to(tmp_path / "target.json")
+    with pytest.raises(RuntimeError):
+        with whole_mod.whole(str(dangling), "utf-8") as fh:
+            fh.write("half")
+            raise RuntimeError("interrupted")
+    assert not (tmp_path / "target.json").exists() and dangling.is_symlink()
+    with whole_mod.whole(str(dangling), "utf-8") as fh:
+        fh.write("whole")
+    assert (tmp_path / "target.json").read_text(encoding="utf-8") == "whole"

@@ -6,7 +6,10 @@ path that names no regular file but a device, a pipe or a socket (`/dev/null`, `
 shell's `>(gzip > r.gz)`) is written into, as every other output is: renamed over, `-o
 /dev/null` made /dev/null a regular file holding the page (and `/dev/full` took it without a
 word). A file there already keeps its permissions, and a link is written through, not renamed
-over, as open() would (`astral calibrate --docs` rewrites the user's own Markdown)."""
+over, as open() would (`astral calibrate --docs` rewrites the user's own Markdown), once the
+kernel has said, as open() would have it, that the file may be written (`_asked`: a read-only
+file, a link `fs.protected_symlinks` forbids). Renamed over, a file's hard links to other names
+keep the old content and its owner becomes the writer's."""
 from __future__ import annotations
 
 import contextlib
@@ -31,9 +34,14 @@ def whole(path: str, encoding: Optional[str] = None) -> Iterator:
             with os.fdopen(output(path), mode, encoding=encoding, newline=newline) as fh:
                 yield fh
             return
+        created = _asked(path)
         target = os.path.realpath(path)          # through a link, as open() writes
-        fd, tmp = tempfile.mkstemp(prefix=".astral-", suffix=".tmp",
-                                   dir=os.path.dirname(target))
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".astral-", suffix=".tmp",
+                                       dir=os.path.dirname(target))
+        except BaseException:
+            _undo(created, target)
+            raise
         try:
             with os.fdopen(fd, mode, encoding=encoding, newline=newline) as fh:
                 yield fh
@@ -44,11 +52,35 @@ def whole(path: str, encoding: Optional[str] = None) -> Iterator:
                 os.unlink(tmp)
             except OSError:
                 pass
+            _undo(created, target)
             raise
     except OSError as exc:
         if exc.errno is None:
             raise
         raise OSError(exc.errno, exc.strerror, path) from None     # its subclass, by errno
+
+
+def _asked(path: str) -> bool:
+    """Ask the kernel, as open() would, whether the file at `path` may be written, before the
+    whole file is renamed over it: a file its user may not write, or a link that
+    `fs.protected_symlinks` forbids following (one planted in a shared folder such as /tmp,
+    pointing at another's file), is refused (PermissionError) as open() refuses it, not
+    replaced; nothing is truncated. True when that made the file (a dangling link's target),
+    to be removed if the writing fails. Nothing to ask of a path where there is nothing."""
+    if not os.path.lexists(path):
+        return False
+    existed = os.path.exists(path)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o666))
+    return not existed
+
+
+def _undo(created: bool, target: str) -> None:
+    """Remove the empty file `_asked` made, when the writing failed."""
+    if created:
+        try:
+            os.unlink(target)
+        except OSError:
+            pass
 
 
 def _permissions(path: str) -> int:
