@@ -390,6 +390,22 @@ def test_set_without_a_name_is_a_usage_error_as_without_an_equals_sign():
         assert p.stderr == f"astral: error: --set expects NAME=VALUE, got `{item}`\n"
 
 
+def test_one_parameter_set_twice_is_a_usage_error_not_the_last_value_winning():
+    # `--set servers=4 --set servers=5` checked servers = 5 without a word: the what-if named
+    # two values for one parameter
+    p = astral("check", "examples/tutorial_rack.astral", "--set", "servers=4", "--set",
+               " servers = 5")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == ("astral: error: --set servers is given twice (`4` and `5`): give each "
+                        "parameter one value\n")
+    rack = "examples/tutorial_rack.astral"
+    p = astral("diff", rack, rack, "--set-b", "servers=4", "--set-b", "servers=4")
+    assert p.returncode == 2 and "--set-b servers is given twice" in p.stderr
+    # --set on both sides and --set-b on B: B's own value, as documented (not a repeat)
+    p = astral("diff", rack, rack, "--set", "servers=4", "--set-b", "servers=5")
+    assert p.returncode in (0, 1), p.stderr
+
+
 def _process(args, **kwargs):
     import subprocess
 

@@ -134,13 +134,20 @@ def sets(args) -> Dict[str, str]:
     return parse_sets(getattr(args, "set", None) or [])
 
 
-def parse_sets(items) -> Dict[str, str]:
+def parse_sets(items, flag: str = "--set") -> Dict[str, str]:
+    """`flag`'s NAME=VALUE items as a mapping. One name given twice is a usage error, not the
+    last one silently winning: a what-if changes exactly what it names, and `--set x=1 --set
+    x=2` names two values for one parameter."""
     out: Dict[str, str] = {}
     for item in items:
         name, equals, value = item.partition("=")
         if not equals or not name.strip():
-            raise UsageError(f"--set expects NAME=VALUE, got `{item}`")
-        out[name.strip()] = value.strip()
+            raise UsageError(f"{flag} expects NAME=VALUE, got `{item}`")
+        name = name.strip()
+        if name in out:
+            raise UsageError(f"{flag} {name} is given twice (`{out[name]}` and "
+                             f"`{value.strip()}`): give each parameter one value")
+        out[name] = value.strip()
     return out
 
 

@@ -121,8 +121,8 @@ def run(args, overrides) -> int:
     if done is not None:
         return done
     try:
-        over_a = {**overrides, **parse_sets(args.set_a)}
-        over_b = {**overrides, **parse_sets(args.set_b)}
+        over_a = {**overrides, **parse_sets(args.set_a, "--set-a")}
+        over_b = {**overrides, **parse_sets(args.set_b, "--set-b")}
     except UsageError as exc:
         return usage(str(exc))
     calibration, failed = read_calibration(args)
