@@ -61,7 +61,7 @@ BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
 # Megatron-Core's `moe` module, a whole MoE layer. DeepSeek-V3's `mlp` (deepseek/h100/
 # deepseek_v3.py; deepseek/gb200/deepseek_v3.py `deepseek_v3_pretrain_256gpu_gb200_fp8cs_config`
 # and `_nvfp4_config`, 0.6.0 and 0.6.2 alike) recomputes the MLPs of its three dense layers
-# alone (Megatron-Core transformer_layer.py: `recompute_mlp` only where `not is_moe_layer`); on
+# alone (Megatron-Core 0.16.1 transformer_layer.py: `recompute_mlp` where `not is_moe_layer`); on
 # GB200 in FP8 current scaling it is NeMo 25.09's row (r146), whose own release's recipe no wheel
 # ships (Megatron-Bridge 0.2.0rc6 to 0.5.1 have no performance recipes, nemo_toolkit 2.5.3's
 # scripts/performance ship without their recommended_model_configs), read with 0.6.2's as every
