@@ -297,6 +297,29 @@ def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
     assert su_gpus(SYSTEMS["DGX-GB200"], 16) == 512 and su_gpus(SYSTEMS["DGX-GB200"], None) == 576
 
 
+def test_deepseek_v3_on_gb200_in_fp8_recomputes_its_recipes_dense_mlps():
+    """Megatron-Bridge 0.6.2's (and 0.6.0's) GB200 DeepSeek-V3 recipes at TP 1, PP 4, EP 64,
+    micro-batch 1 recompute `mlp` in FP8 current scaling and NVFP4 (deepseek/gb200/
+    deepseek_v3.py, the fp8cs and nvfp4 configs), `mla_up_proj` in BF16 and MXFP8: NeMo 25.09's
+    FP8 token-drop row (r146) and an NVFP4 variant take `mlp` (runs/stacks.RECIPE_RECOMPUTE);
+    another EP degree, a stated recomputation or a release before 25.09 stays with the rule."""
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r146"), _row("r146", id="nvfp4", precision="NVFP4"),
+            _row("r146", id="bf16", precision="BF16"), _row("r146", id="ep32", ep="32"),
+            _row("r146", id="stated", recompute="full"),
+            _row("r146", id="old", source_version="NeMo 25.07 container")]
+    t = parse_table(_csv(rows), "t.csv")
+    fields = {r.id: dict(stack_of(r, True, 1, 4, 64).fields) for r in t.runs}
+    got = {i: (f.get("recompute"), f.get("recompute_modules")) for i, f in fields.items()}
+    assert got == {"r146": ("modules", ("mlp",)), "nvfp4": ("modules", ("mlp",)),
+                   "bf16": ("modules", ("mla_up_proj",)), "ep32": (None, None),
+                   "stated": (None, None), "old": (None, None)}
+    row = next(r for r in t.runs if r.id == "r146")
+    assert "recompute_modules = [mlp] (Megatron-Bridge 0.6.2's performance recipe for the " \
+        "model and GPU)" in stack_of(row, True, 1, 4, 64).assumed
+
+
 def test_nemo2_gb200_rows_beyond_a_rack_run_on_their_slurm_segment():
     """NeMo 2.x's performance scripts submit a GB200 job of more than 18 trays with Slurm's
     `--segment` set to the largest divisor of its trays up to 18 (nemo_toolkit 2.3.0 scripts/

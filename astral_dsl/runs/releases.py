@@ -75,9 +75,10 @@ HYBRIDEP_FROM = (26, 2)
 # fp8_model_init with `fp8_params`, and its distributed Adam gathers Float8Tensor parameters),
 # off by default. That NeMo 24.07's performance runs set it is an ASSUMPTION, which its
 # Nemotron-4 340B row (TP 8, PP 8, 12 virtual stages of one layer, DP 2) argues for: without it
-# that run needs 91.8 GB (85.9 GB on the GPU) unless every layer is recomputed (one layer a
+# that run needs 93.8 GB (85.9 GB on the GPU) unless every layer is recomputed (one layer a
 # chunk leaves Megatron-Core's `--recompute-num-layers` nothing between none and all), and
-# recomputing every layer is 20 % slower than it ran, recomputing none 3 % faster. The 24.03
+# recomputing every layer is 21 % slower than it ran, recomputing none 1 % faster (Seer's
+# estimates at stop 64; with them 83.4 GB). The 24.03
 # rows keep Transformer Engine's default (16-bit weights and fp8 copies).
 FP8_PARAMS_FROM = (24, 7)
 # The releases whose performance scripts turn fp8 parameters off under Megatron FSDP: NeMo

@@ -59,12 +59,18 @@ BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
 # layouts (the recipes of earlier releases, whose recomputation is not known), what the recipes
 # do not recompute (the rule finds the same when it fits), and what Seer does not express:
 # Megatron-Core's `moe` module, a whole MoE layer. DeepSeek-V3's `mlp` (deepseek/h100/
-# deepseek_v3.py) recomputes the MLPs of its three dense layers. Not taken: the GB200 FP8
-# current-scaling and NVFP4 recipes' `mlp` alone, with which NeMo 25.09's GB200 FP8 row of that
-# layout would need 206 of 186 GB (Seer's estimate): that run did not recompute so little.
+# deepseek_v3.py; deepseek/gb200/deepseek_v3.py `deepseek_v3_pretrain_256gpu_gb200_fp8cs_config`
+# and `_nvfp4_config`, 0.6.0 and 0.6.2 alike) recomputes the MLPs of its three dense layers
+# alone (Megatron-Core 0.16.1 transformer_layer.py: `recompute_mlp` where `not is_moe_layer`); on
+# GB200 in FP8 current scaling it is NeMo 25.09's row (r146), whose own release's recipe no wheel
+# ships (Megatron-Bridge 0.2.0rc6 to 0.5.1 have no performance recipes, nemo_toolkit 2.5.3's
+# scripts/performance ship without their recommended_model_configs), read with 0.6.2's as every
+# row of a recipe's layout from 25.09 on. Until stop 64 it was not taken, for a memory estimate
+# (206 of 186 GB with `mlp` alone) that Seer no longer makes: 170.6 GB without recomputation.
 LAYERNORM_MOE_ACT, MLA_UP = ("layernorm", "moe_act"), ("mla_up_proj",)
 RECIPE_RECOMPUTE = (
     ("deepseekv3", "gb200", ("bf16", "mxfp8"), (1, 4, 64, 1), MLA_UP),
+    ("deepseekv3", "gb200", ("fp8", "nvfp4"), (1, 4, 64, 1), ("mlp",)),
     ("deepseekv3", "h100", ("bf16", "fp8"), (2, 8, 64, 1), ("mla_up_proj", "mlp")),
     ("deepseekv3", "b200", ("bf16", "fp8", "mxfp8"), (1, 8, 8, 1), MLA_UP),
     ("deepseekv3", "b200", ("mxfp8",), (1, 16, 8, 1), MLA_UP),
