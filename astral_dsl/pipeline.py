@@ -113,10 +113,10 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
                                             loader)
         allows = collect_allows(loader.modules.values(), entry.key, diagnostics)  # 14
         design = passes.freeze(ev, entry, scope, found, paths, results,           # 15
-                               diagnostics)
+                               diagnostics, allows)
         design = attrs.evolve(design, allows=allows)
     except RecursionError as exc:
-        report_defaults(ev)             # the W212s said before it, at their places
+        report_defaults(ev)             # the W212s and W215s said before it, at their places
         diagnostics.append(passes.too_deep(exc, entry.key))
         design = passes.empty(entry.key, diagnostics)
     design = attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()),

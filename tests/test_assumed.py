@@ -122,28 +122,36 @@ def test_a_value_of_the_users_own_silences_it():
     assert _w216(hgx.replace("@BODY@", " { liquid_share = 0 % }")) == []
 
 
+def _places(d):
+    """(line, column) of `d`'s first place and of the further places its related spans name."""
+    return [(d.span.start.line, d.span.start.column)] + \
+        [(r.span.start.line, r.span.start.column) for r in d.related
+         if r.message == "also brought in here"]
+
+
 def test_replication_does_not_multiply_it_and_each_place_is_told():
     one, many = (sorted(d.message for d in _w216(_trays(n=n))) for n in (1, 100_000))
     assert one == many and len(many) == 2           # 200,000 trays: still two warnings
-    # two places of the user's file that ask for the same instance: each is told
+    # two places of the user's file that ask for the same instance: each is told, in one
+    # warning at the first, the second its related span (there were two warnings)
     text = PARTS + ("rack R { hosts = 4 x H, trays = 2 x NVLinkSwitchTray }\n"
                     "rack Q { hosts = 2 x H, trays = 4 x NVLinkSwitchTray }\n"
                     "site S { racks = [R, Q] }\n")
-    places = sorted((d.span.start.line, d.span.start.column, d.message.split(" is")[0])
-                    for d in _w216(text))
+    found = sorted((d.message.split(" is")[0], _places(d)) for d in _w216(text))
     r, q = _at(text, "NVLinkSwitchTray }", 1), _at(text, "NVLinkSwitchTray }", 2)
-    assert places == [r + ("`liquid_share` of switch `NVLinkSwitchTray`",),
-                      r + ("`power` of switch `NVLinkSwitchTray`",),
-                      q + ("`liquid_share` of switch `NVLinkSwitchTray`",),
-                      q + ("`power` of switch `NVLinkSwitchTray`",)]
+    assert found == [("`liquid_share` of switch `NVLinkSwitchTray`", [r, q]),
+                     ("`power` of switch `NVLinkSwitchTray`", [r, q])]
+    assert all([x.message for x in d.related] == ["assumed here", "also brought in here"]
+               for d in _w216(text))
 
 
 def test_the_parts_a_stdlib_body_asks_for_warn_where_the_user_asks_for_that_template():
-    # NVL72's body asks for its 9 switch trays: each of the user's two racks of NVL72s is told
+    # NVL72's body asks for its 9 switch trays: each of the user's two racks of NVL72s is told,
+    # the first at the warning, the second its related span
     text = ("import stdlib.hardware { NVL72 }\n"
             "site S {\n  a = 2 x NVL72\n  b = 3 x NVL72\n}\n")
-    trays = sorted((d.span.start.line, d.span.start.column) for d in _w216(text)
-                   if "`power` of switch `NVLinkSwitchTray`" in d.message)
+    (trays,) = [_places(d) for d in _w216(text)
+                if "`power` of switch `NVLinkSwitchTray`" in d.message]
     assert trays == [_at(text, "NVL72\n"), _at(text, "NVL72\n", 1)]
 
 

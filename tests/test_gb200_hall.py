@@ -34,11 +34,12 @@ def test_check_strict_passes():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # the stated assumptions the example accepts: three of a part that leaves its power out
     # (W212): the trays' mezzanine NICs' 4 x 25 W, their BlueField-3 DPUs' 2 x 75 W and the racks'
-    # 8.1 kW for the rest of them (stdlib's NVL72); fifteen values the stdlib states as assumed
-    # (W216: the switch trays' 0.8 kW, ...)
-    assert proc.stdout.rstrip().endswith("IT power 1,957.4 kW [ok, 18 accepted]")
-    assert "accepted: 18 warning(s)\n" in proc.stdout
-    assert proc.stdout.count("\n  W212 ") == 3 and proc.stdout.count("\n  W216 ") == 15
+    # 8.1 kW for the rest of them (stdlib's NVL72); fourteen values the stdlib states as assumed
+    # (W216: the switch trays' 0.8 kW, ...; the chillers' COP 10 cap, brought in by both chiller
+    # plants, once: it was said at each of them, 15)
+    assert proc.stdout.rstrip().endswith("IT power 1,957.4 kW [ok, 17 accepted]")
+    assert "accepted: 17 warning(s)\n" in proc.stdout
+    assert proc.stdout.count("\n  W212 ") == 3 and proc.stdout.count("\n  W216 ") == 14
     assert "`power` of switch `NVLinkSwitchTray` is assumed: 0.8 kW" in proc.stdout
     assert "nic `BlueField3` states no `power`: assumed 75 W" in proc.stdout
     assert "switch `NVL72_Rest` states no `power`: assumed 8.1 kW for rack `NVL72`" in proc.stdout

@@ -645,26 +645,29 @@ def test_a_w212_of_a_rack_a_stdlib_block_names_bare_names_the_users_line():
             "stdlib/systems.astral" if "NVL72_Rest" in w.message else "stdlib/hardware.astral"]
 
 
-def test_a_w212_stands_at_every_place_that_brings_the_instance_in_as_w216_does():
+def test_a_w212_names_every_place_that_brings_the_instance_in_as_w216_does():
     """One NVL72 (made once: the same arguments) brought in by two lines of the user's file:
     W216 stood at both, W212 at the first alone (Frame.used_at), so the second line's racks
     seemed to take no assumed figure. Both now read the places the instantiator noted
-    (semantics/brought_in.py): each W212 stands at both lines, the trays' with the stdlib's
-    line that makes them as its related span, as at the first."""
+    (semantics/brought_in.py): each W212 stands at the first line, the second its related span
+    ("also brought in here", after the stdlib's line that makes the trays), as each W216 does
+    (one warning a finding, not one a place: tests/test_many_places.py)."""
     ws = astral_dsl.compiles("import stdlib.hardware { NVL72 }\n"
                              "site S {\n  a = 1 x NVL72\n  b = 2 x NVL72\n}\n", name="two.astral")
     found = [d for d in ws.design.diagnostics if d.code == "W212"]
-    lines = {}
+    assert len(found) == 3 and len({w.message for w in found}) == 3
+
+    def places(d):
+        return [(d.span.start.line, d.span.start.column)] + [
+            (r.span.start.line, r.span.start.column) for r in d.related
+            if r.message == "also brought in here"]
+
     for w in found:
-        lines.setdefault(w.message, []).append((w.span.start.line, w.span.start.column))
-    assert len(lines) == 3 and all(at == [(3, 11), (4, 11)] for at in lines.values()), lines
-    for message in lines:
-        first, second = [w for w in found if w.message == message]
-        assert (first.hint, first.notes, first.related) == (second.hint, second.notes,
-                                                            second.related)
-    assumed = {(d.span.start.line, d.span.start.column) for d in ws.design.diagnostics
-               if d.code == "W216"}
-    assert assumed == {(3, 11), (4, 11)}
+        assert places(w) == [(3, 11), (4, 11)], w
+        assert [r.span.file for r in w.related] == \
+            ([] if "NVL72_Rest" in w.message else ["stdlib/hardware.astral"]) + ["two.astral"]
+    assumed = [places(d) for d in ws.design.diagnostics if d.code == "W216"]
+    assert assumed and all(at == [(3, 11), (4, 11)] for at in assumed)
 
 
 def test_a_design_that_states_the_rest_of_an_nvl72_sees_its_figure_and_no_warning():

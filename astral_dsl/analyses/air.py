@@ -21,6 +21,7 @@ from typing import Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses import formulas, humid_air
+from astral_dsl.analyses.field_reading import si
 from astral_dsl.analyses.loops import liquid_heat
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
@@ -50,10 +51,6 @@ class AirResult:
     pressure_pa: Optional[float] = None
     average_at: Tuple[Tuple[Optional[float], float], ...] = ()   # as LoopResult's
     rack_limit_w: Optional[float] = None   # its declared `max_rack_heat` (None: not declared)
-
-
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
 
 
 def uncooled_network(mult, served, diags) -> None:
@@ -98,13 +95,13 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
                                 f"air unit `{inst.path}` cools nothing: the parts it serves send "
                                 f"no heat to air", inst.span,
                                 "set `serves = ...`, or remove the unit"))
-    rise = _si(inst.field("rise")) or 0.0
+    rise = si(inst.field("rise")) or 0.0
     flow, density, dew = _flow(inst, heat, rise, pressure_pa, diags)
     worst = 0.0
     for c, part in served:
         for _, rack in group_of(part, ("rack",), cache).flat():
             worst = max(worst, power_of(rack, cache).si - liquid_heat(rack, cache))
-    limit = _si(inst.field("max_rack_heat"))
+    limit = si(inst.field("max_rack_heat"))
     if limit is not None and worst > limit * (1 + 1e-9):
         sent, removed = readable.powers_apart(worst, limit, 2)
         diags.append(Diagnostic("E644", Severity.ERROR,
@@ -113,7 +110,7 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
                                 f"{format_number(rise)} K rise)", inst.span_of("max_rack_heat"),
                                 "raise the racks' liquid share, lower their load, or use a unit "
                                 "that removes more per rack (`max_rack_heat`)"))
-    ratio = _si(inst.field("fan_power_ratio"))
+    ratio = si(inst.field("fan_power_ratio"))
     if ratio is None and heat > 0:
         diags.append(Diagnostic("W657", Severity.WARNING,
                                 f"air unit `{inst.path}` declares no `fan_power_ratio`: its fans "

@@ -38,12 +38,13 @@ from astral_dsl import records
 from astral_dsl.analyses import feeder_backing, formulas
 from astral_dsl.analyses.conductors import power_factor_domain
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
+from astral_dsl.analyses.field_reading import si
 from astral_dsl.analyses.formulas import units_left
 from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
-from astral_dsl.units import Quantity, format_number, readable
+from astral_dsl.units import format_number, readable
 
 DEFAULT_EFFICIENCY = 0.9953
 
@@ -86,10 +87,6 @@ class TransformerResult:
             units * (self.capacity_w * self.power_factor) ** 2)
 
 
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
 def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     """The declared transformer stages. The power factor of the load a stage carries is its
     own `power_factor`, else the lowest the feeders of its site declare (every feeder's load
@@ -101,8 +98,8 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     # order), not the walk's, which visits the members of a part last to first
     for replicas, inst in sorted((ri for ri in mult.values() if ri[1].kind == "transformer"),
                                  key=lambda ri: _declared_at(ri[1])):
-        cap = _si(inst.field("capacity")) or 0.0
-        p0, pk = _si(inst.field("no_load_loss")), _si(inst.field("load_loss"))
+        cap = si(inst.field("capacity")) or 0.0
+        p0, pk = si(inst.field("no_load_loss")), si(inst.field("load_loss"))
         if p0 is None or pk is None:
             missing = " and ".join(f"`{n}`" for n, v in (("no_load_loss", p0),
                                                          ("load_loss", pk)) if v is None)
@@ -113,7 +110,7 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
                                     "declare both from the transformer's test report (IEC "
                                     "60076-1), or use `stdlib.power.Transformer`"))
         power_factor_domain(inst, diags)
-        pf = _si(inst.field("power_factor"))
+        pf = si(inst.field("power_factor"))
         feeder_pf = site_pf.get(id(inst))
         if pf is None and feeder_pf is None:
             diags.append(Diagnostic("W631", Severity.WARNING,
@@ -124,7 +121,7 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
                                     "declare `power_factor` on the AC feeders (their load's), "
                                     "or on the transformer (the load's at its terminals)"))
         scheme = inst.field("redundancy")
-        out.append(TransformerResult(inst.path, replicas, int(_si(inst.field("count")) or 1), cap,
+        out.append(TransformerResult(inst.path, replicas, int(si(inst.field("count")) or 1), cap,
                          scheme.name if isinstance(scheme, Symbol) else "n", p0 or 0.0,
                          pk or 0.0, pf or feeder_pf or 1.0,
                          "declared" if pf else "feeders" if feeder_pf else "assumed", inst=inst,
@@ -149,7 +146,7 @@ def lowest_power_factor_per_site(mult, cache: Optional[Dict] = None
     parts = [inst for _, inst in mult.values()]
     for site in site_list(mult, {} if cache is None else cache):
         held = [inst for inst in parts if site.holds(inst)]
-        lowest = min((pf for pf in (_si(i.field("power_factor")) for i in held
+        lowest = min((pf for pf in (si(i.field("power_factor")) for i in held
                                     if i.kind == "feeder") if pf is not None), default=None)
         for t in held:
             if t.kind != "transformer":
@@ -302,7 +299,7 @@ def _site_loads(mult, cache, decls, by_site: List[Tuple[float, float]],
     replicas. One site: count / the units of its side of them. W629 names a site with
     consumers that holds none of them while another does: they are on no feeder."""
     def count(f: Instance) -> int:
-        return int(_si(f.field("count")) or 1)
+        return int(si(f.field("count")) or 1)
 
     every = site_list(mult, cache)
     units: Dict[Tuple[int, Optional[str]], float] = {}

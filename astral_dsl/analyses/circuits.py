@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses import formulas
+from astral_dsl.analyses.field_reading import si
 from astral_dsl.analyses.utilization import own_utilization
 from astral_dsl.analyses.walk import owned
 from astral_dsl.diagnostics import Diagnostic, Severity
@@ -53,10 +54,6 @@ class CircuitResult:
     flow_m3s: Optional[float] = None     # design flow (all replicas)
     pump_w: float = 0.0       # its pumps (all replicas), all year
     fluid: str = "Water"
-
-
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
 
 
 def _deg(v) -> Optional[float]:
@@ -203,7 +200,7 @@ def approach(unit: Instance, exchanger: Optional[Instance], circuit: Instance,
     if supply is None or water is None:
         return None
     holder = exchanger if unit.kind == "loop" else unit
-    declared = _si(holder.field("approach")) if holder is not None else None
+    declared = si(holder.field("approach")) if holder is not None else None
     default = LIQUID_APPROACH_K if unit.kind == "loop" else AIR_APPROACH_K
     what = "CDU" if unit.kind == "loop" else "coil"
     if declared is None:
@@ -236,12 +233,12 @@ def size(circuit: Instance, replicas: int, draws: List[Draw], extra: Tuple[float
     average and peak), design flow and pumps."""
     average = sum(d.average_w for d in draws) + extra[0]
     peak = sum(d.peak_w for d in draws) + extra[1]
-    supply, rise = _deg(circuit.field("supply")), _si(circuit.field("rise"))
+    supply, rise = _deg(circuit.field("supply")), si(circuit.field("rise"))
     fluid = resolve(circuit.field("fluid"))
     name = fluid.field("coolprop") if fluid is not None else "Water"
     name = name if isinstance(name, str) else "Water"
     flow = pump = None
-    head, eff = _si(circuit.field("pump_head")), _si(circuit.field("pump_efficiency"))
+    head, eff = si(circuit.field("pump_head")), si(circuit.field("pump_efficiency"))
     if supply is not None and rise:
         from astral_dsl.analyses import fluids
 

@@ -18,6 +18,7 @@ from astral_dsl.analyses import formulas, humid_air
 from astral_dsl.analyses.air import AirResult, analyse_air, uncooled_network
 from astral_dsl.analyses.circuits import Approach, Circuits, approach
 from astral_dsl.analyses.facility import Demand, FacilityResult
+from astral_dsl.analyses.field_reading import error, si, warning
 from astral_dsl.analyses.loops import LoopResult, analyse_loop, liquid_heat
 from astral_dsl.analyses.served import Served
 from astral_dsl.analyses.utilization import Averages
@@ -50,18 +51,6 @@ class CoolingResult:
     peak: Optional[Demand] = None        # and at the peak hour (the utility point)
     facility: Optional[FacilityResult] = None
     approaches: Tuple[Approach, ...] = ()   # each unit's supply against its circuit's (E651)
-
-
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
-def _err(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, msg, span, hint)
-
-
-def _warn(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, msg, span, hint)
 
 
 def other_sites_air(design: Design) -> List[Diagnostic]:
@@ -109,15 +98,15 @@ def high_sites(design: Design, site_climates=()) -> List[Diagnostic]:
     climate.of_sites) is."""
     out = []
     for site, climate in zip(design.roots, tuple(site_climates) + (None,) * len(design.roots)):
-        alt, span, what = _si(site.field("altitude")), site.span_of("altitude"), "its altitude"
+        alt, span, what = si(site.field("altitude")), site.span_of("altitude"), "its altitude"
         if alt is None and climate is not None and climate.elevation_m is not None:
             alt, span = climate.elevation_m, site.span_of("climate")
             what = f"the elevation of its climate file `{climate.name}`"
         if alt is not None and alt > AIR_COOLED_MAX_ALTITUDE_M:
-            out.append(_warn(
+            out.append(warning(
                 "W640", f"site `{site.path}` is at {readable.grouped(alt, 1)} m ({what}), "
-                        f"above the 3,050 m of ASHRAE TC 9.9's air-cooled classes A1-A4: the "
-                        f"thin air cools less and the IT is outside its specification", span,
+                          f"above the 3,050 m of ASHRAE TC 9.9's air-cooled classes A1-A4: the "
+                          f"thin air cools less and the IT is outside its specification", span,
                 f"check {what} and its unit; at such a site, check the IT's rated "
                 "operating altitude and its derating (`allow W640 \"...\"` once done)"))
     return out
@@ -127,7 +116,7 @@ def site_air(design: Design, climate, diags) -> Tuple[float, str]:
     """(the site's air pressure, where it comes from): its `altitude`, else its climate
     file's elevation, else sea level (W642 when air units need it)."""
     root = design.roots[0] if design.roots else None
-    alt = _si(root.field("altitude")) if root is not None else None
+    alt = si(root.field("altitude")) if root is not None else None
     if alt is not None:
         return formulas.pressure_at_altitude(alt), f"altitude {readable.grouped(alt, 1)} m"
     if climate is not None and climate.elevation_m is not None:
@@ -190,12 +179,12 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
         names = [f"`{r.path}`" for r in design.roots]     # every site's heat, not the first's
         whose = names[0] if len(names) == 1 else \
             f"the sites {', '.join(names[:-1])} and {names[-1]}"
-        diags.append(_warn("W653", f"no cooling is declared: the "
-                                   f"{readable.power(total_power + network_w)} "
-                                   f"of heat of {whose} have no path out, and no PUE is "
-                                   f"computed", root.span,
-                           "declare the `loop`s and `air` units that remove the heat and the "
-                           "`facility` that rejects it"))
+        diags.append(warning("W653", f"no cooling is declared: the "
+                                     f"{readable.power(total_power + network_w)} "
+                                     f"of heat of {whose} have no path out, and no PUE is "
+                                     f"computed", root.span,
+                             "declare the `loop`s and `air` units that remove the heat and the "
+                             "`facility` that rejects it"))
     elif cooled:
         _heat_paths(design, mult, served, loops, air, cache, diags)
     by_path = {i.path: i for _, i in mult.values()}
@@ -213,7 +202,7 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     for inst in assign.all:
         _water_class(inst, diags)
     # every site's lighting and building services (a design of several sites: all of them)
-    aux = sum(_si(r.field("auxiliary")) or 0.0 for r in design.roots)
+    aux = sum(si(r.field("auxiliary")) or 0.0 for r in design.roots)
     result = plant.model([(i, assign.replicas[id(i)]) for i in assign.all], per, power, loops,
                          air, climate, aux or 0.0, mult, resolve, served, cache, failed, reqs,
                          diags, cooled, pressure, root)
@@ -237,9 +226,9 @@ def _sea_level(design: Design, air) -> List[Diagnostic]:
         return any(a.path == site.path or a.path.startswith((site.path + ".", site.path + "["))
                    for a in air)
     sites = [s for s in design.roots if holds(s)] or design.roots[:1]
-    return [_warn("W642", f"site `{site.path}` declares no `altitude` (nor a `climate` file "
-                          f"with an elevation): its air units' air is taken at sea level "
-                          f"(101,325 Pa)", site.span, "declare `altitude = ...` on the site")
+    return [warning("W642", f"site `{site.path}` declares no `altitude` (nor a `climate` file "
+                            f"with an elevation): its air units' air is taken at sea level "
+                            f"(101,325 Pa)", site.span, "declare `altitude = ...` on the site")
             for site in sites if site.field("altitude") is None and
             (site is design.roots[0] or site.field("climate") is None)]
 
@@ -248,18 +237,18 @@ def _unrejected(assign: Circuits, lost: float, root: Instance, diags) -> None:
     """W656: heat that reaches no facility-water circuit (none is declared, or none above
     the unit): its heat rejection counts as 0 W."""
     if not assign.all:
-        diags.append(_warn("W656", "no `facility` is declared: heat rejection (chillers, "
-                                   "dry coolers, facility-water pumps) counts as 0 W in the "
-                                   "facility power and the PUE", root.span,
-                           "declare `facility NAME { ... }` in the site: its water's `supply` and "
-                           "`rise`, its pumps, `rejection` and `chiller`, and the site's "
-                           "`climate`"))
+        diags.append(warning("W656", "no `facility` is declared: heat rejection (chillers, "
+                                     "dry coolers, facility-water pumps) counts as 0 W in the "
+                                     "facility power and the PUE", root.span,
+                             "declare `facility NAME { ... }` in the site: its water's "
+                             "`supply` and `rise`, its pumps, `rejection` and `chiller`, and the "
+                             "site's `climate`"))
     elif lost > 0:
-        diags.append(_warn("W656", f"{readable.power(lost)} of heat from loops and air units "
-                                   f"reach no facility-water circuit (none is declared above "
-                                   f"them, and they name none): their heat rejection counts as "
-                                   f"0 W", root.span,
-                           "name the circuit (`facility = ...`) on the loops and air units"))
+        diags.append(warning("W656", f"{readable.power(lost)} of heat from loops and air units "
+                                     f"reach no facility-water circuit (none is declared above "
+                                     f"them, and they name none): their heat rejection counts as "
+                                     f"0 W", root.span,
+                             "name the circuit (`facility = ...`) on the loops and air units"))
 
 
 def _water_class(facility: Instance, diags) -> None:
@@ -268,9 +257,9 @@ def _water_class(facility: Instance, diags) -> None:
     cls = getattr(cls, "name", None)
     if isinstance(supply, Quantity) and cls and cls[1:].isdigit() and \
             supply.value_in("degC") > int(cls[1:]):
-        diags.append(_err("E645", f"facility water at {supply} exceeds class {cls} "
-                                  f"(supply at most {cls[1:]} degC, ASHRAE)",
-                          facility.span_of("supply")))
+        diags.append(error("E645", f"facility water at {supply} exceeds class {cls} "
+                                   f"(supply at most {cls[1:]} degC, ASHRAE)",
+                           facility.span_of("supply")))
 
 
 def _heat_paths(design, mult, served: Served, loops, air, cache, diags) -> None:
@@ -305,13 +294,13 @@ def _heat_paths(design, mult, served: Served, loops, air, cache, diags) -> None:
             # a unit with `network = true` and no `serves` cools the switches alone: say so
             # where one was meant for the racks too
             only = next((u.path for u in every if _network_only(by_path.get(u.path))), None)
-            diags.append(_warn(code, f"{readable.power(watts)} of {what} heat "
-                                     f"({where}) reach no {unit.split(' ', 1)[1]}: that heat "
-                                     "has no path out",
-                               example.span, f"declare {unit} that serves them" + (
-                                   f", or add `serves = racks` to `{only}`: with `network = "
-                                   f"true` and no `serves` it removes the switches' heat alone"
-                                   if only else "")))
+            diags.append(warning(code, f"{readable.power(watts)} of {what} heat "
+                                       f"({where}) reach no {unit.split(' ', 1)[1]}: that heat "
+                                       "has no path out",
+                                 example.span, f"declare {unit} that serves them" + (
+                                     f", or add `serves = racks` to `{only}`: with `network = "
+                                     f"true` and no `serves` it removes the switches' heat alone"
+                                     if only else "")))
 
 
 def _network_only(inst: Optional[Instance]) -> bool:

@@ -8,42 +8,38 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
+from astral_dsl.analyses.field_reading import si
 from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.model.design import Design
-from astral_dsl.units import Quantity
-
-
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
 
 
 def total_cost(design: Design, eng) -> float:
     resolve = Resolver(design)
     total = 0.0
     for replicas, inst in multiplicities(design).values():
-        price = _si(inst.field("price")) or 0.0
+        price = si(inst.field("price")) or 0.0
         if inst.kind == "feeder":
-            count = _si(inst.field("count")) or (1.0 if inst.field("count") is None else 0.0)
+            count = si(inst.field("count")) or (1.0 if inst.field("count") is None else 0.0)
             total += replicas * count * price
             for name, per in (("rectifier", "modules"), ("battery", "strings")):
                 part = resolve(inst.field(name))
                 if part is not None:
-                    n = _si(part.field(per))
+                    n = si(part.field(per))
                     if n is None and name == "battery":
                         n = 1.0 if part.field(per) is None else 0.0
-                    total += replicas * count * (n or 0.0) * (_si(part.field("price")) or 0.0)
+                    total += replicas * count * (n or 0.0) * (si(part.field("price")) or 0.0)
         elif inst.kind == "loop":
             cdu = resolve(inst.field("cdu"))
-            n = _si(inst.field("cdus")) or 0.0
+            n = si(inst.field("cdus")) or 0.0
             if cdu is not None:
-                total += replicas * n * (_si(cdu.field("price")) or 0.0)
+                total += replicas * n * (si(cdu.field("price")) or 0.0)
         elif inst.kind not in ("tier",):
             total += replicas * price
     by_path = resolve.by_path
     for fabric in eng.fabrics:
         for tier in fabric.tiers:
             switch = by_path.get(tier.switch)
-            price = (_si(switch.field("price")) or 0.0) if switch is not None else 0.0
+            price = (si(switch.field("price")) or 0.0) if switch is not None else 0.0
             total += tier.switches * price
     return total
 

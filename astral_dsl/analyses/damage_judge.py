@@ -12,15 +12,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl.analyses.field_reading import error
 from astral_dsl.analyses.host_positions import Interval, merge
 from astral_dsl.analyses.network_damage import EPS, Damage, Segment, at, degraded
 from astral_dsl.analyses.nvlink_share import DomainAt, reroute
-from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, Span
 from astral_dsl.units import format_number
-
-
-def _err(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, message, span, hint, notes=tuple(notes))
 
 
 def _n(x: float) -> str:
@@ -71,20 +68,20 @@ def judge(damage: Damage, limit: Optional[float], where,
     spans = damage.spans
     for causes, segs in cut_by.items():
         gpus = sum((s.stop - s.start) * damage.gpus_on(s.nic) for s in segs) * damage.replicas
-        diags.append(_err("E616", f"{_plural(gpus, 'GPU loses', 'GPUs lose')} every NIC port: "
-                                  f"cut off from the network ({damage.named(causes)} failed)",
-                          _span(spans, causes),
-                          "a GPU needs a live port: dual-home its NIC (two ports on two planes) "
-                          "or keep the part in service", _examples(damage, segs, where)))
+        diags.append(error("E616", f"{_plural(gpus, 'GPU loses', 'GPUs lose')} every NIC port: "
+                                   f"cut off from the network ({damage.named(causes)} failed)",
+                           _span(spans, causes),
+                           "a GPU needs a live port: dual-home its NIC (two ports on two planes) "
+                           "or keep the part in service", _examples(damage, segs, where)))
     for (t, causes), segs in part_by.items():
         gpus = sum((s.stop - s.start) * damage.gpus_on(s.nic) for s in segs) * damage.replicas
         below = damage.tier_names[t - 1]
-        diags.append(_err("E617", f"{_plural(gpus, 'GPU loses', 'GPUs lose')} every path into "
-                                  f"tier `{damage.tier_names[t]}` ({damage.named(causes)} "
-                                  f"failed): they reach only the hosts under their own "
-                                  f"`{below}` switches", _span(spans, causes),
-                          "keep a path above each switch: fail a share of a tier, not all of "
-                          "what a group climbs through", _examples(damage, segs, where, moved)))
+        diags.append(error("E617", f"{_plural(gpus, 'GPU loses', 'GPUs lose')} every path into "
+                                   f"tier `{damage.tier_names[t]}` ({damage.named(causes)} "
+                                   f"failed): they reach only the hosts under their own "
+                                   f"`{below}` switches", _span(spans, causes),
+                           "keep a path above each switch: fail a share of a tier, not all of "
+                           "what a group climbs through", _examples(damage, segs, where, moved)))
     for (causes, live), segs in slow_by.items():
         nics = sum(s.stop - s.start for s in segs) * damage.replicas
         notes.append(f"{_plural(nics, 'NIC runs', 'NICs run')} on {live[0]} of "
@@ -164,11 +161,11 @@ def _oversubscribed(damage: Damage, limit: Optional[float], notes: List[str]):
         seen.add(key)
         what, why = _over_text(damage, t, lost, causes, over, top)
         if limit is not None and over > limit * (1 + EPS):
-            out.append(_err("E602", what + f", above the declared limit "
-                                           f"{format_number(limit)}:1",
-                            _span(damage.spans, causes),
-                            "the tier needs spare uplinks to keep its limit with a switch "
-                            "or link down, or a looser `max_oversubscription`", [why]))
+            out.append(error("E602", what + f", above the declared limit "
+                                            f"{format_number(limit)}:1",
+                             _span(damage.spans, causes),
+                             "the tier needs spare uplinks to keep its limit with a switch "
+                             "or link down, or a looser `max_oversubscription`", [why]))
         else:
             notes.append(what)
     return out

@@ -9,20 +9,13 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from astral_dsl.diagnostics import Diagnostic, Severity, own_part
+from astral_dsl.analyses.field_reading import error, warning
+from astral_dsl.diagnostics import Diagnostic, own_part
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.values import Symbol
 from astral_dsl.units import Quantity, format_number, readable
 
 _WATTS = Quantity.of(1, "W").dims
-
-
-def _warn(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, msg, span, hint)
-
-
-def _err(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, msg, span, hint)
 
 
 def has_power(inst: Instance) -> bool:
@@ -59,10 +52,10 @@ def undeclared_power(design: Design) -> List[Diagnostic]:
             slot[0] += n
     out = []
     for (kind, name), (n, leaf) in sorted(total.items()):
-        out.append(_warn("W690", f"{kind} `{name}` declares no `power`: its "
-                                 f"{readable.grouped(n)} replica(s) count as 0 W in the IT "
-                                 f"load", leaf.span,
-                         _power_hint(kind, name, leaf)))
+        out.append(warning("W690", f"{kind} `{name}` declares no `power`: its "
+                                   f"{readable.grouped(n)} replica(s) count as 0 W in the IT "
+                                   f"load", leaf.span,
+                           _power_hint(kind, name, leaf)))
     return out
 
 
@@ -86,15 +79,15 @@ def unused_fields(design: Design, mult) -> List[Diagnostic]:
     by_path = {i.path: i for i in design.instances}
     for _, inst in mult.values():
         if inst.kind == "host" and inst.field("idle_power") is not None:
-            out.append(_err("E630", f"`idle_power` of `{inst.path}` is not used by any analysis: "
-                                    f"the average draw is `utilization` x the peak `power`",
-                            inst.span_of("idle_power"),
-                            "remove it, and declare `utilization` (average over peak) on the "
-                            "site or the part"))
+            out.append(error("E630", f"`idle_power` of `{inst.path}` is not used by any analysis: "
+                                     f"the average draw is `utilization` x the peak `power`",
+                             inst.span_of("idle_power"),
+                             "remove it, and declare `utilization` (average over peak) on the "
+                             "site or the part"))
         elif inst.kind in _ABOVE_RACK and inst.field("units") is not None:
-            out.append(_err("E630", f"`units` of {inst.kind} `{inst.path}` is not used: only a "
-                                    f"rack's height (in rack units) is checked",
-                            inst.span_of("units"), "declare `units` on the racks instead"))
+            out.append(error("E630", f"`units` of {inst.kind} `{inst.path}` is not used: only a "
+                                     f"rack's height (in rack units) is checked",
+                             inst.span_of("units"), "declare `units` on the racks instead"))
         elif inst.kind == "feeder":
             out.extend(_feeder_fields(inst, by_path))
         elif inst.kind == "rack":
@@ -109,18 +102,18 @@ def _feeder_fields(inst: Instance, by_path) -> List[Diagnostic]:
     if kind == "dc":
         for name in _AC_ONLY:
             if inst.field(name) is not None:
-                out.append(_err("E630", f"`{name}` of DC feeder `{inst.path}` is not used: it "
-                                        f"applies to AC feeders only", inst.span_of(name),
-                                "remove it, or make the feeder `current = ac`"))
+                out.append(error("E630", f"`{name}` of DC feeder `{inst.path}` is not used: it "
+                                         f"applies to AC feeders only", inst.span_of(name),
+                                 "remove it, or make the feeder `current = ac`"))
     std_ref = inst.field("standard")
     std = by_path.get(getattr(std_ref, "path", None)) if std_ref is not None else None
     std_kind = std.field("current") if std is not None else None
     std_kind = std_kind.name if isinstance(std_kind, Symbol) else None
     if kind and std_kind and kind != std_kind:
-        out.append(_err("E631", f"feeder `{inst.path}` is `{kind}` but its standard "
-                                f"`{std.path}` is `{std_kind}`", inst.span_of("standard"),
-                        f"choose a {kind.upper()} standard, or make the feeder "
-                        f"`current = {std_kind}`"))
+        out.append(error("E631", f"feeder `{inst.path}` is `{kind}` but its standard "
+                                 f"`{std.path}` is `{std_kind}`", inst.span_of("standard"),
+                         f"choose a {kind.upper()} standard, or make the feeder "
+                         f"`current = {std_kind}`"))
     return out
 
 
@@ -135,8 +128,8 @@ def _rack_space(rack: Instance) -> List[Diagnostic]:
             used += c * u.si
     if used > height.si * (1 + 1e-9):
         ru = Quantity.of(1, "U").si
-        return [_err("E632", f"rack `{rack.path}` holds {format_number(round(used / ru, 2))} U "
-                             f"of equipment but is {format_number(round(height.si / ru, 2))} U "
-                             f"tall", rack.span_of("units"),
-                     "use fewer or shorter parts, or a taller rack")]
+        return [error("E632", f"rack `{rack.path}` holds {format_number(round(used / ru, 2))} U "
+                              f"of equipment but is {format_number(round(height.si / ru, 2))} U "
+                              f"tall", rack.span_of("units"),
+                      "use fewer or shorter parts, or a taller rack")]
     return []

@@ -32,11 +32,11 @@ from astral_dsl import records
 from astral_dsl.analyses import chain, circuits, heat_rejection, rejection_checks, site_loads
 from astral_dsl.analyses.circuits import CircuitResult, Draw
 from astral_dsl.analyses.feeders import FeederResult
+from astral_dsl.analyses.field_reading import si, symbol_name, warning
 from astral_dsl.analyses.power import feeder_loss
 from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
-from astral_dsl.model.values import Symbol
 from astral_dsl.units import Quantity, format_number, readable
 
 COMPONENTS = (("it_w", "IT"), ("transformers_w", "transformer losses"),
@@ -106,18 +106,6 @@ class FacilityResult:
     default_transformer: bool = False             # losses at the sourced default (W630)
 
 
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
-def _sym(v) -> Optional[str]:
-    return v.name if isinstance(v, Symbol) else None
-
-
-def _warn(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, msg, span, hint)
-
-
 def draws(loops, air, by_path, split, diags) -> Tuple[Dict[int, List[Draw]], float]:
     """The loops' and air units' heat per circuit (by id of the facility instance), and the
     peak heat that reaches no circuit. `split(unit, replicas)` (analyses/circuits.py): where
@@ -165,28 +153,29 @@ def plan(circuit: Instance, climate, resolve, diags, first_site: Optional[str] =
     supply_q = circuit.field("supply")
     # a point in degC, as written (kelvin and back again are 1e-14 off: 20 degC is 19.99999...)
     supply = round(supply_q.value_in("degC"), 9) if isinstance(supply_q, Quantity) else None
-    rise = _si(circuit.field("rise"))
-    rejection = _sym(circuit.field("rejection"))
+    rise = si(circuit.field("rise"))
+    rejection = symbol_name(circuit.field("rejection"))
     if rejection is None:
         rejection = "dry_cooler"
         if climate is not None:
-            diags.append(_warn("W656", f"facility water `{circuit.path}` declares no "
-                                       f"`rejection`: dry coolers are assumed (the outdoor dry "
-                                       f"bulb decides its free-cooling hours)", circuit.span,
-                               "declare `rejection = dry_cooler` or `cooling_tower`"))
-    approach = _si(circuit.field("rejection_approach"))
+            diags.append(warning("W656", f"facility water `{circuit.path}` declares no "
+                                         f"`rejection`: dry coolers are assumed (the outdoor dry "
+                                         f"bulb decides its free-cooling hours)", circuit.span,
+                                 "declare `rejection = dry_cooler` or `cooling_tower`"))
+    approach = si(circuit.field("rejection_approach"))
     if approach is None:
         approach = REJECTION_APPROACH_K[rejection]
         if climate is not None:
-            diags.append(_warn("W641", f"facility water `{circuit.path}` declares no "
-                                       f"`rejection_approach`: its "
-                                       f"{rejection.replace('_', ' ')}s are taken to leave the "
-                                       f"water {format_number(round(approach, 2))} K above the "
-                                       f"outdoor {'wet' if rejection == 'cooling_tower' else 'dry'}"
-                                       f" bulb", circuit.span,
-                               "declare `rejection_approach = ...` from their data sheet"))
-    economiser = _sym(circuit.field("economiser")) or "integrated"
-    free = _si(circuit.field("free_cooling"))
+            diags.append(warning("W641", f"facility water `{circuit.path}` declares no "
+                                         f"`rejection_approach`: its "
+                                         f"{rejection.replace('_', ' ')}s are taken to leave the "
+                                         f"water {format_number(round(approach, 2))} K above the "
+                                         f"outdoor "
+                                         f"{'wet' if rejection == 'cooling_tower' else 'dry'}"
+                                         f" bulb", circuit.span,
+                                 "declare `rejection_approach = ...` from their data sheet"))
+    economiser = symbol_name(circuit.field("economiser")) or "integrated"
+    free = si(circuit.field("free_cooling"))
     if climate is not None and free is not None:
         whose = "the site's" if first_site is None else f"the first site `{first_site}`'s"
         diags.append(Diagnostic("E654", Severity.ERROR,
@@ -200,7 +189,7 @@ def plan(circuit: Instance, climate, resolve, diags, first_site: Optional[str] =
                                  if first_site is None else f"the `climate` of `{first_site}`, "
                                  f"or check this site in a design of its own)")))
     chiller, how = _chiller(circuit, resolve)
-    ratio = _si(circuit.field("rejection_fan_ratio"))
+    ratio = si(circuit.field("rejection_fan_ratio"))
     return (heat_rejection.Plan(supply if supply is not None else 0.0,
                                 supply + rise if supply is not None and rise else None,
                                 rejection, approach if climate is not None else 0.0, economiser,
@@ -211,12 +200,12 @@ def plan(circuit: Instance, climate, resolve, diags, first_site: Optional[str] =
 
 def _chiller(circuit: Instance, resolve) -> Tuple[Optional[heat_rejection.Chiller], str]:
     model = resolve(circuit.field("chiller"))
-    fixed = _si(circuit.field("chiller_cop"))
+    fixed = si(circuit.field("chiller_cop"))
     if isinstance(model, Instance):
-        cop = _si(model.field("cop"))
+        cop = si(model.field("cop"))
         s, c = model.field("rated_supply"), model.field("rated_condenser")
         if cop and isinstance(s, Quantity) and isinstance(c, Quantity):
-            top = _si(model.field("max_cop"))
+            top = si(model.field("max_cop"))
             return (heat_rejection.Chiller(cop, s.value_in("degC"), c.value_in("degC"), top),
                     f"`{model.template or model.path}`: COP {format_number(cop)} at "
                     f"{format_number(s.value_in('degC'))}/{format_number(c.value_in('degC'))} "
@@ -294,12 +283,12 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
             rejection_checks.unknown_free_hours(
                 inst, climate, diags, climate is None and climate_site is not None
                 and isinstance(climate_site.field("climate"), str))
-        years.append((CircuitYear(result, _sym(inst.field("water_class")), rejection,
+        years.append((CircuitYear(result, symbol_name(inst.field("water_class")), rejection,
                                   p.approach_k if outdoor is not None else None,
                                   p.economiser if p.return_c is not None or
                                   p.economiser == "none" else "switchover", how, y.free_h,
                                   y.partial_h, y.mechanical_h, y.chillers_w, y.fans_w,
-                                  fan_ratio=_si(inst.field("rejection_fan_ratio")),
+                                  fan_ratio=si(inst.field("rejection_fan_ratio")),
                                   cop=p.chiller.cop if p.chiller is not None else None),
                       prof))
     cdus = sum(lp.replicas * lp.cdu_w for lp in loops)
@@ -333,12 +322,12 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     default = sum(site.share for site in bare) if stages else 1.0 if bare else 0.0
     if default and not stages:
         root = next(iter(mult.values()))[1]
-        diags.append(_warn("W630", "no `transformer` is declared: the losses between the "
-                                   "utility and the feeders are taken as 0.47 % of the load "
-                                   "(99.53 %, the US DOE minimum for a 2,500 kVA "
-                                   "liquid-immersed distribution transformer at 50 % load)",
-                           root.span, "declare the site's `transformer`s (their count, rating "
-                                      "and losses), e.g. `stdlib.power.Transformer`"))
+        diags.append(warning("W630", "no `transformer` is declared: the losses between the "
+                                     "utility and the feeders are taken as 0.47 % of the load "
+                                     "(99.53 %, the US DOE minimum for a 2,500 kVA "
+                                     "liquid-immersed distribution transformer at 50 % load)",
+                             root.span, "declare the site's `transformer`s (their count, rating "
+                                        "and losses), e.g. `stdlib.power.Transformer`"))
     it_in = (power.it_average_w + power.conversion_loss_w + mech_loss[0],
              power.it_peak_w + power.conversion_loss_peak_w + mech_loss[1])
     # the losses' average over the hours: no-load plus load losses at the mean square load
@@ -360,11 +349,11 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     transformer_avg = sum(per_stage.values()) + chain.default_losses(bare_load[0])
     transformers = chain.check(stages, site_peak, per_stage, diags)
     for root in _sites_without_aux(mult) if cooled else ():
-        diags.append(_warn("W644", f"site `{root.path}` declares no `auxiliary` power: "
-                                   f"lighting, offices, security and building services count "
-                                   f"as 0 W in the facility power and the PUE", root.span,
-                           "declare `auxiliary = ...` on the site (from the building's "
-                           "electrical design)"))
+        diags.append(warning("W644", f"site `{root.path}` declares no `auxiliary` power: "
+                                     f"lighting, offices, security and building services count "
+                                     f"as 0 W in the facility power and the PUE", root.span,
+                             "declare `auxiliary = ...` on the site (from the building's "
+                             "electrical design)"))
     chill_avg = sum(cy.chillers_w for cy, _ in years)
     reject_avg = sum(cy.fans_w for cy, _ in years)
     done = tuple(attrs.evolve(cy, chillers_peak_w=cy.circuit.peak_w * _at(pr.peak, hot),

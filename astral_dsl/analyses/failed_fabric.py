@@ -24,13 +24,14 @@ import attrs
 from astral_dsl.analyses import failed_links
 from astral_dsl.analyses.failed_links import Bad, nic_steps
 from astral_dsl.analyses.fabric_layout import FabricLayout
+from astral_dsl.analyses.field_reading import error
 from astral_dsl.analyses.host_positions import Interval, TooMany
 from astral_dsl.analyses.network_records import FabricCount
 from astral_dsl.analyses.damage_judge import judge
 from astral_dsl.analyses.network_damage import Damage, Piece, degraded
 from astral_dsl.analyses.network_failures import Failure, declared, share_lost
 from astral_dsl.analyses.nvlink_share import domains
-from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, Span
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.values import FabricLink, FabricSelection
 
@@ -46,17 +47,13 @@ def damaged(design: Design, fabrics: List[FabricCount], failures: Sequence[Failu
         mine = [f for f in failures if owner is not None and _concerns(f, fc, owner)]
         used.update(id(f) for f in mine)
         out.append(_Builder(fc, owner, cache).build(mine) if mine else fc)
-    lost = [_err("E219", f"`{f.written}`: no fabric serves it, so its failure changes nothing",
-                 f.span, "name a part of a fabric the design declares (`astral forecast "
-                         "--ranks` lists the stable names)")
+    lost = [error("E219", f"`{f.written}`: no fabric serves it, so its failure changes nothing",
+                  f.span, "name a part of a fabric the design declares (`astral forecast "
+                          "--ranks` lists the stable names)")
             for f in failures if id(f) not in used]
     if lost and out:
         out[0] = attrs.evolve(out[0], diagnostics=out[0].diagnostics + tuple(lost))
     return out
-
-
-def _err(code: str, message: str, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, message, span, hint)
 
 
 def _key(f: Failure):
@@ -107,11 +104,11 @@ class _Builder(FabricLayout):
                 self.one(f)
                 taken.add(_key(f))
             except Bad as bad:
-                self.diags.append(_err(bad.code, bad.message, f.span, bad.hint))
+                self.diags.append(error(bad.code, bad.message, f.span, bad.hint))
             except TooMany:
-                self.diags.append(_err("E219", f"`{f.written}` names more than 65,536 separate "
-                                               f"runs of hosts", f.span,
-                                       "fail a rail, a plane or a tier group instead"))
+                self.diags.append(error("E219", f"`{f.written}` names more than 65,536 separate "
+                                                f"runs of hosts", f.span,
+                                        "fail a rail, a plane or a tier group instead"))
         failed = self.failed()
         damage = Damage(self.owner.path, self.fc.instances, self.pos.total,
                         max(1, self.fc.rails), max(1, self.fc.planes), self.nics,

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses import formulas
+from astral_dsl.analyses.field_reading import error, si, warning
 from astral_dsl.analyses.walk import path_within
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
@@ -50,18 +51,6 @@ class LoopResult:
     cdu_power_stated: bool = False
 
 
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
-def _err(code, msg, span, hint=None, severity=Severity.ERROR) -> Diagnostic:
-    return Diagnostic(code, severity, msg, span, hint)
-
-
-def _warn(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, msg, span, hint)
-
-
 def liquid_heat(inst: Instance, cache: Dict) -> float:
     """Heat taken by cold plates: the declared share of this instance's power, else the sum of
     its parts' (a part with no share sends all its heat to air)."""
@@ -69,7 +58,7 @@ def liquid_heat(inst: Instance, cache: Dict) -> float:
     hit = cache.get(key)
     if hit is not None:
         return hit[1]
-    share = _si(inst.field("liquid_share"))
+    share = si(inst.field("liquid_share"))
     if share is not None:
         value = power_of(inst, cache).si * share
     else:
@@ -86,19 +75,19 @@ def _fluid(loop: Instance, fluid: Optional[Instance], diags) -> Optional[str]:
     name = fluid.field("coolprop") if fluid is not None else None
     if not isinstance(name, str):
         return None
-    conc = _si(fluid.field("concentration"))
+    conc = si(fluid.field("concentration"))
     if conc is not None and "&" not in name:       # a mixture of pure fluids names its own
         m = _BRACKET.search(name)
         said = float(m.group(1)) if m else 0.0
         if abs(said - conc) > 1e-9:
             what = f"`{name}` is {format_number(said * 100)} %" if m else \
                 f"`{name}` names a pure fluid"
-            diags.append(_err("E650", f"fluid `{fluid.path}` declares a concentration of "
-                                      f"{format_number(round(conc * 100, 6))} % but its CoolProp "
-                                      f"name {what}: the properties would be those of the name",
-                              fluid.span_of("concentration"),
-                              "make the CoolProp mixture fraction, e.g. `INCOMP::MPG[0.25]`, "
-                              "match `concentration`"))
+            diags.append(error("E650", f"fluid `{fluid.path}` declares a concentration of "
+                                       f"{format_number(round(conc * 100, 6))} % but its CoolProp "
+                                       f"name {what}: the properties would be those of the name",
+                               fluid.span_of("concentration"),
+                               "make the CoolProp mixture fraction, e.g. `INCOMP::MPG[0.25]`, "
+                               "match `concentration`"))
     return name
 
 
@@ -118,13 +107,13 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
     average_at = tuple((u, averages.served_heat(owner, served, {u: 1.0})[1] + network_w)
                        for u in averages.places(owner)) if averages is not None else ()
     if heat <= 0:
-        diags.append(_warn("W650", f"loop `{inst.path}` cools nothing: the parts it serves "
-                                   f"send no heat to cold plates", inst.span,
-                           "set `serves = ...`, a `liquid_share` on what it cools, or remove "
-                           "the loop"))
+        diags.append(warning("W650", f"loop `{inst.path}` cools nothing: the parts it serves "
+                                     f"send no heat to cold plates", inst.span,
+                             "set `serves = ...`, a `liquid_share` on what it cools, or remove "
+                             "the loop"))
     supply_q = inst.field("supply")
     supply_c = supply_q.value_in("degC") if isinstance(supply_q, Quantity) else 0.0
-    rise = _si(inst.field("rise")) or 0.0
+    rise = si(inst.field("rise")) or 0.0
     fluid = resolve(inst.field("fluid"))
     name = _fluid(inst, fluid, diags)
     density = cp = flow = None
@@ -142,23 +131,23 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
                                     fluids.unavailable_hint(exc),
                                     notes=fluids.unavailable_notes(exc)))
     cdu = resolve(inst.field("cdu"))
-    cap = _si(cdu.field("capacity")) if cdu is not None else None
-    cdu_flow = _si(cdu.field("max_flow")) if cdu is not None else None
+    cap = si(cdu.field("capacity")) if cdu is not None else None
+    cdu_flow = si(cdu.field("max_flow")) if cdu is not None else None
     if cdu is None and heat > 0:
-        diags.append(_warn("W658", f"loop `{inst.path}` declares no `cdu`: its CDUs are not "
-                                   f"sized or checked against its "
-                                   f"{readable.power(heat)}", inst.span,
-                           "declare `cdu = ...` (a CDU model) and `cdus = ...` (or `?`)"))
+        diags.append(warning("W658", f"loop `{inst.path}` declares no `cdu`: its CDUs are not "
+                                     f"sized or checked against its "
+                                     f"{readable.power(heat)}", inst.span,
+                             "declare `cdu = ...` (a CDU model) and `cdus = ...` (or `?`)"))
     scheme = inst.field("redundancy")
     scheme = scheme.name if isinstance(scheme, Symbol) else None
     if scheme is None:
         scheme = "n_plus_1"
         if cdu is not None:
-            diags.append(_warn("W659", f"loop `{inst.path}` declares no `redundancy`: its CDUs "
-                                       f"are sized N+1 (one spare)", inst.span_of("cdus"),
-                               "declare `redundancy = n_plus_1` (or `n`, `two_n`) on the loop"))
+            diags.append(warning("W659", f"loop `{inst.path}` declares no `redundancy`: its CDUs "
+                                         f"are sized N+1 (one spare)", inst.span_of("cdus"),
+                                 "declare `redundancy = n_plus_1` (or `n`, `two_n`) on the loop"))
     cdus_field = inst.field("cdus")
-    declared = _si(cdus_field)
+    declared = si(cdus_field)
     failed = overrides.get((inst.path, "failed_cdus"), 0)
     if declared is not None:        # a scenario failing more CDUs than there are fails them all
         failed = min(failed, max(int(declared), 0))
@@ -171,7 +160,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
         needed = formulas.with_redundancy(n, scheme)
         if isinstance(cdus_field, UnknownValue):
             reqs.append(Requirement(cdus_field.key, needed + failed, replicas,
-                                    _si(cdu.field("price")) or 0.0,
+                                    si(cdu.field("price")) or 0.0,
                                     f"loop `{inst.path}` needs {_cdus(needed)} for "
                                     f"{readable.power(heat, 3)} ({scheme})",
                                     inst.span_of("cdu")))
@@ -179,19 +168,19 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
             _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags,
                         failed)
     if flow is not None:
-        limit = _si(inst.field("max_flow"))
+        limit = si(inst.field("max_flow"))
         if limit is not None and flow > limit * (1 + 1e-9):
-            diags.append(_err("E643", f"loop `{inst.path}` needs "
-                                      f"{format_number(round(flow * 60000, 1))} L/min, above its "
-                                      f"limit of {format_number(round(limit * 60000, 1))} L/min",
-                              inst.span_of("max_flow")))
+            diags.append(error("E643", f"loop `{inst.path}` needs "
+                                       f"{format_number(round(flow * 60000, 1))} L/min, above its "
+                                       f"limit of {format_number(round(limit * 60000, 1))} L/min",
+                               inst.span_of("max_flow")))
         if cdu_flow and declared_n and flow > cdu_flow * declared_n * (1 + 1e-9):
-            diags.append(_err("E643", f"loop `{inst.path}` needs "
-                                      f"{format_number(round(flow * 60000, 1))} L/min, above what "
-                                      f"its {_cdus(declared_n)} "
-                                      f"{'passes' if declared_n == 1 else 'pass'} "
-                                      f"({format_number(round(cdu_flow * declared_n * 60000, 1))}"
-                                      f" L/min)", inst.span_of("cdus")))
+            diags.append(error("E643", f"loop `{inst.path}` needs "
+                                       f"{format_number(round(flow * 60000, 1))} L/min, above what "
+                                       f"its {_cdus(declared_n)} "
+                                       f"{'passes' if declared_n == 1 else 'pass'} "
+                                       f"({format_number(round(cdu_flow * declared_n * 60000, 1))}"
+                                       f" L/min)", inst.span_of("cdus")))
     names: Dict = {}
 
     def named(part: Instance) -> str:       # in this loop's replica, not the first one
@@ -199,7 +188,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
 
     _gpu_limits(inst, served, supply_c, cache, diags, named)
     pump, cdu_w = _pumping(inst, cdu, flow, heat, declared_n, needed, scheme, diags)
-    stated = cdu is not None and _si(cdu.field("power")) is not None
+    stated = cdu is not None and si(cdu.field("power")) is not None
     parts = []
     if density and cp:
         for kinds in (("row", "block"), ("rack",)):
@@ -231,10 +220,10 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
         carried, held = readable.powers_apart(heat, declared_n * cap)
         running = _cdus(declared_n) + (f" left of {declared_n + failed} (the scenario "
                                        f"fails {failed})" if failed else "")
-        diags.append(_err("E640", f"loop `{inst.path}` carries {carried} of liquid heat but "
-                                  f"its {running} {'holds' if declared_n == 1 else 'hold'} "
-                                  f"{held}",
-                          inst.span_of("cdus"), _needed(needed, scheme)))
+        diags.append(error("E640", f"loop `{inst.path}` carries {carried} of liquid heat but "
+                                   f"its {running} {'holds' if declared_n == 1 else 'hold'} "
+                                   f"{held}",
+                           inst.span_of("cdus"), _needed(needed, scheme)))
         return
     if failed:
         # under a scenario that failed CDUs, the scenario's failure is the one asked about, as
@@ -252,9 +241,9 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
         if left * cap >= heat * (1 - 1e-9):
             have = (f"flow for {format_number(round(left * cdu_flow * 6e4))} "
                     f"L/min of the {format_number(round(flow * 6e4))} L/min needed")
-        diags.append(_err("E641", f"with {failure(scheme, declared_n)}, loop `{inst.path}` has "
-                                  f"{have}", inst.span_of("cdus"),
-                          _needed(needed, scheme)))
+        diags.append(error("E641", f"with {failure(scheme, declared_n)}, loop `{inst.path}` has "
+                                   f"{have}", inst.span_of("cdus"),
+                           _needed(needed, scheme)))
 
 
 def _cdus(n: int) -> str:
@@ -292,27 +281,28 @@ def _gpu_limits(inst, served, supply_c, cache, diags, named=lambda i: i.path) ->
                     unchecked[name] = (gpu, (seen[1] if seen else 0) + c * nh * n)
                 elif supply_c > limit_t.value_in("degC") + 1e-9 and id(gpu) not in reported:
                     reported.add(id(gpu))
-                    diags.append(_err("E642", f"loop `{inst.path}` supplies "
-                                              f"{format_number(supply_c)} degC but "
-                                              f"`{named(gpu)}` "
-                                              f"accepts at most {limit_t}",
-                                      inst.span_of("supply")))
+                    diags.append(error("E642", f"loop `{inst.path}` supplies "
+                                               f"{format_number(supply_c)} degC but "
+                                               f"`{named(gpu)}` "
+                                               f"accepts at most {limit_t}",
+                                       inst.span_of("supply")))
     for name, (gpu, n) in sorted(unchecked.items()):
-        diags.append(_warn("W649", f"GPU `{name}` declares no coolant limit (`max_supply`): the "
-                                   f"{format_number(supply_c)} degC supply of loop `{inst.path}` "
-                                   f"is not checked against its {readable.grouped(n)} cold plates "
-                                   f"per loop", inst.span_of("supply"),
-                           f"declare `max_supply` on `{name}` from the cold plate's data sheet "
-                           f"(or pass it, e.g. `{name}(max_supply = 45 degC)`)"))
+        diags.append(warning("W649", f"GPU `{name}` declares no coolant limit (`max_supply`): "
+                                     f"the {format_number(supply_c)} degC supply of loop "
+                                     f"`{inst.path}` is not checked against its "
+                                     f"{readable.grouped(n)} cold plates per loop",
+                             inst.span_of("supply"),
+                             f"declare `max_supply` on `{name}` from the cold plate's data sheet "
+                             f"(or pass it, e.g. `{name}(max_supply = 45 degC)`)"))
 
 
 def _pumping(inst, cdu, flow, heat, declared_n, needed, scheme, diags) -> Tuple[float, float]:
     """(pump power from the loop's flow, head and efficiency; the running CDUs' declared draw).
     The running CDUs are the installed ones less the spare of N+1 (half of 2N)."""
-    head = _si(inst.field("pump_head"))
-    eff = _si(inst.field("pump_efficiency"))
+    head = si(inst.field("pump_head"))
+    eff = si(inst.field("pump_efficiency"))
     pump = formulas.pump_power(flow, head, eff) if flow and head and eff else 0.0
-    per_cdu = _si(cdu.field("power")) if cdu is not None else None
+    per_cdu = si(cdu.field("power")) if cdu is not None else None
     installed = declared_n if declared_n is not None else needed
     cdu_w = 0.0
     if per_cdu and installed:
@@ -327,8 +317,8 @@ def _pumping(inst, cdu, flow, heat, declared_n, needed, scheme, diags) -> Tuple[
                                                      ("pump_efficiency", eff)) if not v)
         own = f" (its CDU's `power`, {format_number(per_cdu / 1000)} kW each, is the CDU's " \
               f"own draw besides them)" if per_cdu else ""
-        diags.append(_warn("W648", f"loop `{inst.path}` declares no {missing}: its pumps count "
-                                   f"as 0 W in the facility power and the PUE{own}", inst.span,
-                           "declare `pump_head` and `pump_efficiency` on the loop (from the "
-                           "CDU's pump curve: the head at the loop's flow)"))
+        diags.append(warning("W648", f"loop `{inst.path}` declares no {missing}: its pumps count "
+                                     f"as 0 W in the facility power and the PUE{own}", inst.span,
+                             "declare `pump_head` and `pump_efficiency` on the loop (from the "
+                             "CDU's pump curve: the head at the loop's flow)"))
     return pump, cdu_w

@@ -9,20 +9,13 @@ from __future__ import annotations
 import functools
 from typing import List, Optional, Tuple
 
-from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.analyses.field_reading import error, warning
+from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
 from astral_dsl.units import Quantity, format_number
 
 _LEVEL = {"rack": 2, "row": 3, "block": 3, "pod": 4, "hall": 5, "site": 6}
-
-
-def _err(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, message, span, hint, notes=tuple(notes))
-
-
-def _warn(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, message, span, hint, notes=tuple(notes))
 
 
 def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance], prev,
@@ -45,26 +38,26 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
         belows = [(f"tier `{prev.name}`'s uplinks", prev.up_speed)]
     for what, below in belows:
         if below is not None and tc.down_speed is not None and below.si != tc.down_speed.si:
-            out.append(_err("E601", f"tier `{tc.name}` takes {tc.down_speed} downlinks but "
-                                    f"{what} run at {below}", down_span,
-                            "both ends of a link must run at the same speed"))
+            out.append(error("E601", f"tier `{tc.name}` takes {tc.down_speed} downlinks but "
+                                     f"{what} run at {below}", down_span,
+                             "both ends of a link must run at the same speed"))
     if tc.oversubscription is not None and isinstance(limit, Quantity) \
             and tc.oversubscription > limit.si * (1 + 1e-9):
         # the ratio is the ports' (a full switch, the worst); a switch its group does not fill
         # runs below it as loaded, which the note says
         used = tc.down_used / tc.down_ports if tc.down_ports else 1.0
-        out.append(_err("E602", f"tier `{tc.name}` is oversubscribed "
-                                f"{format_number(round(tc.oversubscription, 4))}:1, above the "
-                                f"declared limit {format_number(limit.si)}:1",
-                        tier.span_of("up"), "add uplinks or reduce downlinks",
-                        [f"the ratio of its ports, {tc.down_ports} down to {tc.up_ports} up: "
-                         f"its switches use {format_number(round(tc.down_used, 2))} down ports "
-                         f"on average, "
-                         f"{format_number(round(tc.oversubscription * used, 4))}:1 as loaded"]
-                        if used < 1 - 1e-9 else ()))
+        out.append(error("E602", f"tier `{tc.name}` is oversubscribed "
+                                 f"{format_number(round(tc.oversubscription, 4))}:1, above the "
+                                 f"declared limit {format_number(limit.si)}:1",
+                         tier.span_of("up"), "add uplinks or reduce downlinks",
+                         [f"the ratio of its ports, {tc.down_ports} down to {tc.up_ports} up: "
+                          f"its switches use {format_number(round(tc.down_used, 2))} down ports "
+                          f"on average, "
+                          f"{format_number(round(tc.oversubscription * used, 4))}:1 as loaded"]
+                         if used < 1 - 1e-9 else ()))
     if index < n_tiers - 1 and not tc.up_ports:
-        out.append(_err("E603", f"tier `{tc.name}` has no uplinks, so the tiers above it are "
-                                f"unreachable", tier.span, "declare `up = N x SPEED`"))
+        out.append(error("E603", f"tier `{tc.name}` has no uplinks, so the tiers above it are "
+                                 f"unreachable", tier.span, "declare `up = N x SPEED`"))
     if index == n_tiers - 1:
         out.extend(_top(owner, tier, tc, prev, index, scopes_found))
     out.extend(_scope(owner, tier, tc, scopes_found))
@@ -75,17 +68,17 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
             merged = prev_groups // groups if groups else 0
         lower_per_group = prev.per_group
         if merged <= 1 and lower_per_group > tc.down_ports:
-            out.append(_err("E604", f"each `{tc.name}` switch must reach all {lower_per_group} "
-                                    f"`{prev.name}` switches of its group but has "
-                                    f"{tc.down_ports} downlinks: the radix cannot reach this "
-                                    f"size", down_span,
-                            f"at most {tc.down_ports} `{prev.name}` switches per group: "
-                            f"make the groups smaller or use a larger switch"))
+            out.append(error("E604", f"each `{tc.name}` switch must reach all {lower_per_group} "
+                                     f"`{prev.name}` switches of its group but has "
+                                     f"{tc.down_ports} downlinks: the radix cannot reach this "
+                                     f"size", down_span,
+                             f"at most {tc.down_ports} `{prev.name}` switches per group: "
+                             f"make the groups smaller or use a larger switch"))
         elif merged > tc.down_ports:
-            out.append(_err("E604", f"each `{tc.name}` switch must reach {merged} groups of "
-                                    f"`{prev.name}` switches but has {tc.down_ports} downlinks: "
-                                    f"the radix cannot reach this size", down_span,
-                            f"at most {tc.down_ports} groups below each `{tc.name}`"))
+            out.append(error("E604", f"each `{tc.name}` switch must reach {merged} groups of "
+                                     f"`{prev.name}` switches but has {tc.down_ports} downlinks: "
+                                     f"the radix cannot reach this size", down_span,
+                             f"at most {tc.down_ports} groups below each `{tc.name}`"))
         elif not tc.mesh and not lower_joined:
             out.append(_planes_apart(tc, prev, merged, down_span))
     return out
@@ -98,14 +91,14 @@ def _planes_apart(tc, prev, merged: int, span) -> Diagnostic:
     The fat-tree planes (Al-Fares et al., SIGCOMM 2008) hold only because the aggregation
     switches of a pod are joined by the edge switches under them."""
     lower = prev.per_group
-    return _err("E604", f"each `{tc.name}` switch must reach all {lower * merged:,} `{prev.name}` "
-                        f"switches of the {merged} groups it joins ({lower} per group) but has "
-                        f"{tc.down_ports} downlinks: the radix cannot reach this size (in planes, "
-                        f"`{prev.name}` switches of one group would reach different `{tc.name}` "
-                        f"switches, with no path between them)", span,
-                f"at most {tc.down_ports // merged} `{prev.name}` switches per group: add a tier "
-                f"between them with the scope and `per` of `{prev.name}` (its switches join a "
-                f"group's), make the groups smaller or use a larger switch")
+    return error("E604", f"each `{tc.name}` switch must reach all {lower * merged:,} `{prev.name}` "
+                         f"switches of the {merged} groups it joins ({lower} per group) but has "
+                         f"{tc.down_ports} downlinks: the radix cannot reach this size (in planes, "
+                         f"`{prev.name}` switches of one group would reach different `{tc.name}` "
+                         f"switches, with no path between them)", span,
+                 f"at most {tc.down_ports // merged} `{prev.name}` switches per group: add a tier "
+                 f"between them with the scope and `per` of `{prev.name}` (its switches join a "
+                 f"group's), make the groups smaller or use a larger switch")
 
 
 def _top(owner: Instance, tier: Instance, tc, prev, index: int,
@@ -116,18 +109,18 @@ def _top(owner: Instance, tier: Instance, tc, prev, index: int,
     those of another (a higher tier joins the switches of a lower one, none joins the top's)."""
     nests = prev is None or _LEVEL.get(tc.scope, 9) >= _LEVEL.get(prev.scope, 9)   # else E607
     if scopes_found is not None and scopes_found > 1 and nests:
-        return [_err("E603", f"the top tier `{tc.name}` serves each {tc.scope} of "
-                             f"`{owner.path}` on its own ({scopes_found:,} of them): GPUs of "
-                             f"different {tc.scope}s have no path between them",
-                     tier.span_of("scope"),
-                     f"declare a tier above it with `scope = {owner.kind}`, or attach the "
-                     f"fabric to each {tc.scope}")]
+        return [error("E603", f"the top tier `{tc.name}` serves each {tc.scope} of "
+                              f"`{owner.path}` on its own ({scopes_found:,} of them): GPUs of "
+                              f"different {tc.scope}s have no path between them",
+                      tier.span_of("scope"),
+                      f"declare a tier above it with `scope = {owner.kind}`, or attach the "
+                      f"fabric to each {tc.scope}")]
     if index == 0 and tc.per_group > 1:
-        return [_err("E603", f"`{tc.name}` is the only tier but needs {tc.per_group:,} "
-                             f"switches per group: GPUs under different `{tc.name}` switches "
-                             f"have no path between them", tier.span_of("down"),
-                     "declare a tier above it (a spine), or serve each group with one switch "
-                     "of enough downlinks")]
+        return [error("E603", f"`{tc.name}` is the only tier but needs {tc.per_group:,} "
+                              f"switches per group: GPUs under different `{tc.name}` switches "
+                              f"have no path between them", tier.span_of("down"),
+                      "declare a tier above it (a spine), or serve each group with one switch "
+                      "of enough downlinks")]
     return []
 
 
@@ -138,16 +131,16 @@ def _switch_limits(tier: Instance, tc, switch: Instance) -> List[Diagnostic]:
     max_ports = switch.field("max_ports") or switch.field("ports")
     used = tc.down_ports + tc.up_ports
     if isinstance(max_ports, Quantity) and used > max_ports.si:
-        out.append(_err("E600", f"tier `{tc.name}` uses {used} ports per switch but "
-                                f"`{switch.path}` has {format_number(max_ports.si)}",
-                        down_span, "reduce `down` or `up`, or choose a larger switch"))
+        out.append(error("E600", f"tier `{tc.name}` uses {used} ports per switch but "
+                                 f"`{switch.path}` has {format_number(max_ports.si)}",
+                         down_span, "reduce `down` or `up`, or choose a larger switch"))
     port_speed = switch.field("port_speed")
     if isinstance(port_speed, Quantity):
         for side, speed in (("down", tc.down_speed), ("up", tc.up_speed)):
             if speed is not None and speed.si > port_speed.si * (1 + 1e-9):
-                out.append(_err("E600", f"tier `{tc.name}` runs {speed} {side}links but the "
-                                        f"ports of `{switch.path}` run at {port_speed}",
-                                tier.span_of(side), "use a faster switch or slower links"))
+                out.append(error("E600", f"tier `{tc.name}` runs {speed} {side}links but the "
+                                         f"ports of `{switch.path}` run at {port_speed}",
+                                 tier.span_of(side), "use a faster switch or slower links"))
     capacity = switch.field("capacity")
     ports = switch.field("ports")
     if not isinstance(capacity, Quantity) and isinstance(ports, Quantity) \
@@ -156,11 +149,11 @@ def _switch_limits(tier: Instance, tc, switch: Instance) -> List[Diagnostic]:
     bw = (tc.down_ports * (tc.down_speed.si if tc.down_speed else 0) +
           tc.up_ports * (tc.up_speed.si if tc.up_speed else 0))
     if isinstance(capacity, Quantity) and bw > capacity.si * (1 + 1e-9):
-        out.append(_err("E600", f"tier `{tc.name}` needs {format_number(bw / 1e12)} Tb/s "
-                                f"per switch but `{switch.path}` switches "
-                                f"{format_number(capacity.si / 1e12)} Tb/s", down_span,
-                        "reduce `down` or `up`, or slower links, or choose a switch of "
-                        "more capacity"))
+        out.append(error("E600", f"tier `{tc.name}` needs {format_number(bw / 1e12)} Tb/s "
+                                 f"per switch but `{switch.path}` switches "
+                                 f"{format_number(capacity.si / 1e12)} Tb/s", down_span,
+                         "reduce `down` or `up`, or slower links, or choose a switch of "
+                         "more capacity"))
     return out
 
 
@@ -172,32 +165,32 @@ def _scope(owner: Instance, tier: Instance, tc, scopes_found) -> List[Diagnostic
     name = scope.name
     span = tier.span_of("scope")
     if _LEVEL.get(name, 9) > _LEVEL.get(owner.kind, 9):
-        return [_err("E606", f"tier `{tc.name}` has `scope = {name}` but its fabric is attached "
-                             f"to `{owner.path}`, a {owner.kind}: a tier cannot reach beyond the "
-                             f"instance its fabric is attached to", span,
-                     f"attach the fabric to the {name}, or write `scope = {owner.kind}`")]
+        return [error("E606", f"tier `{tc.name}` has `scope = {name}` but its fabric is attached "
+                              f"to `{owner.path}`, a {owner.kind}: a tier cannot reach beyond the "
+                              f"instance its fabric is attached to", span,
+                      f"attach the fabric to the {name}, or write `scope = {owner.kind}`")]
     if scopes_found == 0:
-        return [_err("E606", f"tier `{tc.name}` has `scope = {name}` but `{owner.path}` holds "
-                             f"no {name}", span,
-                     f"use the level of a grouping `{owner.path}` holds, or `scope = "
-                     f"{owner.kind}`")]
+        return [error("E606", f"tier `{tc.name}` has `scope = {name}` but `{owner.path}` holds "
+                              f"no {name}", span,
+                      f"use the level of a grouping `{owner.path}` holds, or `scope = "
+                      f"{owner.kind}`")]
     return []
 
 
 def _nesting(tier: Instance, tc, prev) -> List[Diagnostic]:
     """E607: each group of a tier holds whole groups of the tier below."""
     if _LEVEL.get(tc.scope, 9) < _LEVEL.get(prev.scope, 9):
-        return [_err("E607", f"tier `{tc.name}` serves a {tc.scope} but the tier below, "
-                             f"`{prev.name}`, serves a whole {prev.scope}: a tier's groups must "
-                             f"hold whole groups of the tier below", tier.span_of("scope"),
-                     f"give `{tc.name}` a scope of {prev.scope} or wider")]
+        return [error("E607", f"tier `{tc.name}` serves a {tc.scope} but the tier below, "
+                              f"`{prev.name}`, serves a whole {prev.scope}: a tier's groups must "
+                              f"hold whole groups of the tier below", tier.span_of("scope"),
+                      f"give `{tc.name}` a scope of {prev.scope} or wider")]
     finer = [p for p in tc.per if p not in prev.per]
     if finer:
-        return [_err("E607", f"tier `{tc.name}` is per {' and '.join(finer)} but the tier below, "
-                             f"`{prev.name}`, is not: its switches would serve parts of "
-                             f"`{prev.name}`'s groups", tier.span_of("per"),
-                     f"remove {', '.join(f'`{p}`' for p in finer)} from `per`, or add it to "
-                     f"`{prev.name}`")]
+        return [error("E607", f"tier `{tc.name}` is per {' and '.join(finer)} but the tier below, "
+                              f"`{prev.name}`, is not: its switches would serve parts of "
+                              f"`{prev.name}`'s groups", tier.span_of("per"),
+                      f"remove {', '.join(f'`{p}`' for p in finer)} from `per`, or add it to "
+                      f"`{prev.name}`")]
     return []
 
 
@@ -209,15 +202,15 @@ def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, 
                 if not tiers else
                 f"serves no NIC port: the {hosts.count:,} hosts it is attached to declare no "
                 f"NICs")
-        out.append(_warn("W611", f"fabric `{fabric.template}` {what}, so no switch is counted",
-                         fabric.span, "declare its tiers, lowest first: `tier leaf { switch = "
-                                      "..., down = N x SPEED }`" if not tiers else
-                         "give the hosts their NICs: `nics = 8 x N`"))
+        out.append(warning("W611", f"fabric `{fabric.template}` {what}, so no switch is counted",
+                           fabric.span, "declare its tiers, lowest first: `tier leaf { switch = "
+                                        "..., down = N x SPEED }`" if not tiers else
+                           "give the hosts their NICs: `nics = 8 x N`"))
     if rails > 1 and tiers and all("rail" in t.per for t in tiers):
-        out.append(_err("E603", f"every tier of `{fabric.template}` is per rail: rails never "
-                                f"meet, so a rail has no path to the core for cross-rail "
-                                f"traffic", tier_insts[-1].span,
-                        "declare a top tier without `rail` in `per`"))
+        out.append(error("E603", f"every tier of `{fabric.template}` is per rail: rails never "
+                                 f"meet, so a rail has no path to the core for cross-rail "
+                                 f"traffic", tier_insts[-1].span,
+                         "declare a top tier without `rail` in `per`"))
     dual = fabric.field("dual_homing")
     if dual is True:
         first = tiers[0] if tiers else None
@@ -228,10 +221,10 @@ def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, 
                    f"NIC `{single[0]}` has one port" if single else
                    "the fabric has one plane" if planes < 2 else
                    f"tier `{first.name}` is not per plane")
-            out.append(_err("E605", f"dual-homing is declared but a NIC's two ports land on one "
-                                    f"ToR ({why})", fabric.span_of("dual_homing"),
-                            "use dual-port NICs, `planes = 2` and `per = [rail, plane]` on the "
-                            "first tier"))
+            out.append(error("E605", f"dual-homing is declared but a NIC's two ports land on one "
+                                     f"ToR ({why})", fabric.span_of("dual_homing"),
+                             "use dual-port NICs, `planes = 2` and `per = [rail, plane]` on the "
+                             "first tier"))
     out.extend(_protocols(tiers, tier_insts, switches, hosts))
     out.extend(_switch_power(tiers, tier_insts, switches))
     out.extend(_unreached(fabric, rails, planes, hosts, rails_used, planes_used))
@@ -275,12 +268,12 @@ def _protocols(tiers, tier_insts, switches, hosts) -> List[Diagnostic]:
             what = f"tier `{tiers[i - 1].name}`"
         for path, theirs in below:
             if theirs is not None and _FAMILY[theirs] != _FAMILY[mine]:
-                out.append(_err("E611", f"tier `{tc.name}`'s switches `{switch.path}` speak "
-                                        f"{_FAMILY[mine]} but {what} (`{path}`) speak "
-                                        f"{_FAMILY[theirs]}", tier.span_of("switch"),
-                                "both ends of a link must run the same protocol: choose "
-                                "switches and NICs of one family (or set a VPI part's "
-                                "`protocol`)"))
+                out.append(error("E611", f"tier `{tc.name}`'s switches `{switch.path}` speak "
+                                         f"{_FAMILY[mine]} but {what} (`{path}`) speak "
+                                         f"{_FAMILY[theirs]}", tier.span_of("switch"),
+                                 "both ends of a link must run the same protocol: choose "
+                                 "switches and NICs of one family (or set a VPI part's "
+                                 "`protocol`)"))
     return out
 
 
@@ -300,10 +293,10 @@ def _switch_power(tiers, tier_insts, switches) -> List[Diagnostic]:
                 f"as 0 W")
     _, inst, switch = missing[0]
     model = switch.template if switch is not None else missing[0][0].switch
-    return [_warn("W606", f"switch power not declared: {what}", inst.span_of("switch"),
-                  f"declare `power` from the data sheet of `{model}`, e.g. "
-                  f"`switch = {model}(power = ...)`{_stated_instead(model, _protocol(switch))}",
-                  [f"tier `{t.name}`: {t.switches:,} x `{t.switch}`" for t, _, _ in missing])]
+    return [warning("W606", f"switch power not declared: {what}", inst.span_of("switch"),
+                    f"declare `power` from the data sheet of `{model}`, e.g. "
+                    f"`switch = {model}(power = ...)`{_stated_instead(model, _protocol(switch))}",
+                    [f"tier `{t.name}`: {t.switches:,} x `{t.switch}`" for t, _, _ in missing])]
 
 
 def _stated_instead(model: str, protocol: Optional[str]) -> str:
@@ -356,23 +349,23 @@ def _unreached(fabric: Instance, rails, planes, hosts, rails_used,
     if planes_used < planes:
         letters = ", ".join(chr(ord("A") + p) if p < 26 else str(p)
                             for p in range(planes_used, planes))
-        out.append(_warn("W610", f"`planes = {planes}` but the NICs have {hosts.ports_per_nic} "
-                                 f"port{'s' if hosts.ports_per_nic > 1 else ''} each: no port "
-                                 f"lands on plane {letters}, so no switches are counted there",
-                         fabric.span_of("planes"),
-                         f"use NICs with {planes} ports, or write `planes = {planes_used}`"))
+        out.append(warning("W610", f"`planes = {planes}` but the NICs have {hosts.ports_per_nic} "
+                                   f"port{'s' if hosts.ports_per_nic > 1 else ''} each: no port "
+                                   f"lands on plane {letters}, so no switches are counted there",
+                           fabric.span_of("planes"),
+                           f"use NICs with {planes} ports, or write `planes = {planes_used}`"))
     nics = sorted({k[1] for k in hosts.kinds if k[0]})
     for n in nics:
         if n and n < rails:
-            out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: rails "
-                                     f"{n}..{rails - 1} have no ports, so no switches are "
-                                     f"counted there", fabric.span_of("rails"),
-                             f"write `rails = {n}`, or give the hosts {rails} NICs"))
+            out.append(warning("W610", f"`rails = {rails}` but hosts have {n} NICs: rails "
+                                       f"{n}..{rails - 1} have no ports, so no switches are "
+                                       f"counted there", fabric.span_of("rails"),
+                               f"write `rails = {n}`, or give the hosts {rails} NICs"))
         elif n % rails:
-            out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: the rails get "
-                                     f"{n // rails + 1} or {n // rails} NICs per host, and each "
-                                     f"rail's switches are counted for its own ports (rail 0's "
-                                     f"the most)",
-                             fabric.span_of("rails"),
-                             "make the NICs per host a multiple of `rails`"))
+            out.append(warning("W610", f"`rails = {rails}` but hosts have {n} NICs: the rails get "
+                                       f"{n // rails + 1} or {n // rails} NICs per host, and each "
+                                       f"rail's switches are counted for its own ports (rail 0's "
+                                       f"the most)",
+                               fabric.span_of("rails"),
+                               "make the NICs per host a multiple of `rails`"))
     return out

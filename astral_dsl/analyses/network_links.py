@@ -30,9 +30,10 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses import formulas
-from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.analyses.field_reading import error, si, symbol_name, warning
+from astral_dsl.diagnostics import Diagnostic, Span
 from astral_dsl.model.design import Instance, Ref
-from astral_dsl.model.values import ListValue, Symbol
+from astral_dsl.model.values import ListValue
 from astral_dsl.units import Quantity, format_number
 
 
@@ -77,28 +78,20 @@ class _Medium:
     lower_power: Optional[float]
 
 
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
-def _sym(v) -> Optional[str]:
-    return v.name if isinstance(v, Symbol) else None
-
-
 def _medium(inst: Instance) -> _Medium:
-    kind = _sym(inst.field("type")) or "optics"
-    ports = int(_si(inst.field("ports")) or 1)
-    lower_ports = int(_si(inst.field("lower_ports")) or 1)
-    ff = _sym(inst.field("form_factor"))
-    lower_ff = _sym(inst.field("lower_form_factor")) or ff
-    power = _si(inst.field("power"))
-    lower_power = _si(inst.field("lower_power"))
+    kind = symbol_name(inst.field("type")) or "optics"
+    ports = int(si(inst.field("ports")) or 1)
+    lower_ports = int(si(inst.field("lower_ports")) or 1)
+    ff = symbol_name(inst.field("form_factor"))
+    lower_ff = symbol_name(inst.field("lower_form_factor")) or ff
+    power = si(inst.field("power"))
+    lower_power = si(inst.field("lower_power"))
     if lower_power is None and lower_ports == ports and lower_ff == ff:
         lower_power = power                 # the same module at both ends
     if kind == "dac":                       # passive copper draws nothing
         power = 0.0 if power is None else power
         lower_power = 0.0 if lower_power is None else lower_power
-    return _Medium(inst, kind, _si(inst.field("reach")), inst.field("speed"), ff, ports, power,
+    return _Medium(inst, kind, si(inst.field("reach")), inst.field("speed"), ff, ports, power,
                    lower_ff, lower_ports, lower_power)
 
 
@@ -112,14 +105,6 @@ def _media(tier: Instance, by_path: Dict[str, Instance]) -> List[_Medium]:
         if inst is not None:
             out.append(_medium(inst))
     return out
-
-
-def _err(code, message, span, hint=None, notes=()) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, message, span, hint, notes=tuple(notes))
-
-
-def _warn(code, message, span, hint=None, notes=()) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, message, span, hint, notes=tuple(notes))
 
 
 def _m(x: float) -> str:
@@ -137,7 +122,7 @@ def link_layers(fabric: Instance, tier_insts, tiers, switches, hosts, mult: int,
     for i, (tier, tc) in enumerate(zip(tier_insts, tiers)):
         prev = tiers[i - 1] if i else None
         media = _media(tier, by_path)
-        length = _si(tier.field("length"))
+        length = si(tier.field("length"))
         medium = None
         if media:
             if length is None:
@@ -148,7 +133,7 @@ def link_layers(fabric: Instance, tier_insts, tiers, switches, hosts, mult: int,
                                and m.reach >= length - 1e-9), None)
                 if medium is None:
                     best = max(media, key=lambda m: m.reach or 0.0)
-                    diags.append(_err(
+                    diags.append(error(
                         "E608", f"tier `{tc.name}`'s links run {_m(length)} but "
                                 f"{_names(media)} reach{'es' if len(media) == 1 else ''} at most "
                                 f"{_m(best.reach or 0.0)}", tier.span_of("length"),
@@ -221,20 +206,20 @@ def _fit(tier: Instance, tc, medium: _Medium, switch, lower_switch, hosts) -> Li
     name = medium.inst.path
     if isinstance(medium.speed, Quantity) and tc.down_speed is not None \
             and abs(medium.speed.si - tc.down_speed.si) > 1e-6 * tc.down_speed.si:
-        out.append(_err("E609", f"`{name}` carries {medium.speed} links but tier `{tc.name}`'s "
-                                f"downlinks run at {tc.down_speed}", span,
-                        "choose a medium of the links' speed (a breakout medium for split "
-                        "ports)"))
+        out.append(error("E609", f"`{name}` carries {medium.speed} links but tier `{tc.name}`'s "
+                                 f"downlinks run at {tc.down_speed}", span,
+                         "choose a medium of the links' speed (a breakout medium for split "
+                         "ports)"))
     ends = [("the upper", medium.form_factor, [switch])]
     lower = [lower_switch] if lower_switch is not None else list(hosts.nics)
     ends.append(("the lower", medium.lower_form_factor, lower))
     for end, ff, parts in ends:
         for part in parts:
-            cage = _sym(part.field("form_factor")) if part is not None else None
+            cage = symbol_name(part.field("form_factor")) if part is not None else None
             if ff and cage and ff != cage:
-                out.append(_err("E609", f"`{name}` has {ff} modules at {end} end but "
-                                        f"`{part.path}` has {cage} cages", span,
-                                f"choose a medium with {cage} modules at {end} end"))
+                out.append(error("E609", f"`{name}` has {ff} modules at {end} end but "
+                                         f"`{part.path}` has {cage} cages", span,
+                                 f"choose a medium with {cage} modules at {end} end"))
     return out
 
 
@@ -259,12 +244,12 @@ def _optics(tier_insts, tiers, layers, chosen, diags) -> List[float]:
         if isinstance(declared, Quantity):
             twice = [m for _, w, m, _, _ in sides if w and m.type != "dac"]
             if twice:
-                diags.append(_err("E612", f"tier `{tc.name}` declares `optics_power` and its "
-                                          f"media {_names(twice)} declare the power of their "
-                                          f"modules: the optics would be counted twice",
-                                  tier.span_of("optics_power"),
-                                  "remove `optics_power`: the optics are counted from the "
-                                  "media"))
+                diags.append(error("E612", f"tier `{tc.name}` declares `optics_power` and its "
+                                           f"media {_names(twice)} declare the power of their "
+                                           f"modules: the optics would be counted twice",
+                                   tier.span_of("optics_power"),
+                                   "remove `optics_power`: the optics are counted from the "
+                                   "media"))
             out.append(declared.si * tc.switches)
             continue
         total = 0.0
@@ -282,7 +267,7 @@ def _optics(tier_insts, tiers, layers, chosen, diags) -> List[float]:
         said = ", ".join(f"`{f}` of `{m}`" + (" (its lower end's modules, not its upper end's)"
                                                if f == "lower_power" else "")
                          for m, f in media)
-        diags.append(_warn(
+        diags.append(warning(
             "W607", f"optics power not declared: {count:,} modules on the network's switches "
                     f"are counted as 0 W", first.span_of("medium"),
             f"declare the module {said} from the transceiver's data sheet (or the tier's "
@@ -297,7 +282,7 @@ def _cages(tier_insts, tiers, switches, chosen) -> List[Diagnostic]:
     """E610: the modules (or cable connectors) on one switch fit its cages."""
     out = []
     for i, (tier, tc, switch) in enumerate(zip(tier_insts, tiers, switches)):
-        cages = _si(switch.field("cages")) if switch is not None else None
+        cages = si(switch.field("cages")) if switch is not None else None
         if cages is None or chosen[i] is None:
             continue
         down = math.ceil(tc.down_ports / chosen[i].ports)
@@ -313,12 +298,12 @@ def _cages(tier_insts, tiers, switches, chosen) -> List[Diagnostic]:
             parts.append(f"before those of its {tc.up_ports} uplinks, whose medium is not "
                          f"declared")
         if down + up > cages:
-            out.append(_err("E610", f"tier `{tc.name}` needs {at_least}{down + up} modules per "
-                                    f"switch "
-                                    f"({'; '.join(parts)}) but `{switch.path}` has "
-                                    f"{format_number(cages)} cages", tier.span_of("medium"),
-                            "use modules with more ports each (twin-port or breakout), or "
-                            "fewer links per switch"))
+            out.append(error("E610", f"tier `{tc.name}` needs {at_least}{down + up} modules per "
+                                     f"switch "
+                                     f"({'; '.join(parts)}) but `{switch.path}` has "
+                                     f"{format_number(cages)} cages", tier.span_of("medium"),
+                             "use modules with more ports each (twin-port or breakout), or "
+                             "fewer links per switch"))
     return out
 
 
@@ -329,10 +314,10 @@ def _undeclared(tier_insts, tiers, layers, unmeasured) -> List[Diagnostic]:
             if l.medium is None and l.links]
     if bare:
         links = sum(l.links for _, _, l in bare)
-        out.append(_warn(
+        out.append(warning(
             "W608", f"link medium not declared: {links:,} links are counted with one "
-                    f"single-port transceiver at each end ({2 * links:,}), whose power counts "
-                    f"only through a tier's `optics_power`", bare[0][0].span,
+                      f"single-port transceiver at each end ({2 * links:,}), whose power counts "
+                      f"only through a tier's `optics_power`", bare[0][0].span,
             "declare each tier's `medium` (e.g. a DAC for in-rack runs, optics beyond) and "
             "`length`",
             [f"tier `{tc.name}`: {l.links:,} {l.below}-{tc.name} links" for _, tc, l in bare]))
@@ -343,7 +328,7 @@ def _undeclared(tier_insts, tiers, layers, unmeasured) -> List[Diagnostic]:
                 if len(unmeasured) == 1 else
                 "the links of tiers " + ", ".join(f"`{t.name}`" for _, t, _ in unmeasured)
                 + " are assumed to be within their media's reach")
-        out.append(_warn(
+        out.append(warning(
             "W609", f"link length not declared: {what}",
             tier.span_of("medium"), "declare the longest run: `length = 3 m`",
             [f"tier `{t.name}`: `{m.inst.path}` assumed to reach ({_m(m.reach or 0.0)})"

@@ -15,13 +15,14 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, Requirement, analyse_feeders
+from astral_dsl.analyses.field_reading import error, si, warning
 from astral_dsl.analyses.served import Served
 from astral_dsl.analyses.utilization import Averages
 from astral_dsl.analyses.walk import Resolver, multiplicities
-from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.rollup import group_of, power_of
-from astral_dsl.units import Quantity, readable
+from astral_dsl.units import readable
 
 __all__ = ["FeederResult", "LevelLoad", "PowerResult", "Requirement", "analyse_power"]
 
@@ -54,14 +55,6 @@ class PowerResult:
     sites: Tuple[Tuple[str, float, float], ...] = ()
 
 
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
-def _err(code, msg, span, hint=None, severity=Severity.ERROR) -> Diagnostic:
-    return Diagnostic(code, severity, msg, span, hint)
-
-
 def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
                   failed: frozenset = frozenset(), served: Optional[Served] = None,
                   averages: Optional[Averages] = None) -> PowerResult:
@@ -80,26 +73,25 @@ def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
             continue
         some = "" if unstated_w >= average_w - 1e-6 else \
             f" for {readable.power(unstated_w)} of its IT load"
-        diags.append(_err("W627", f"site `{root.path}` declares no `utilization`{some} (nor do "
-                                  f"the parts inside it): the average IT load (facility power, "
-                                  f"PUE) is taken as the peak there",
-                          root.span, "declare `utilization = ...`, the average over the peak "
-                                     "load (e.g. from the operator's metering), on the site or "
-                                     "the racks, rows or pods it differs for",
-                          Severity.WARNING))
+        diags.append(warning("W627", f"site `{root.path}` declares no `utilization`{some} (nor do "
+                                     f"the parts inside it): the average IT load (facility power, "
+                                     f"PUE) is taken as the peak there",
+                             root.span, "declare `utilization = ...`, the average over the peak "
+                                        "load (e.g. from the operator's metering), on the site or "
+                                        "the racks, rows or pods it differs for"))
     for replicas, inst in mult.values():
         if inst.level is None or inst.kind in ("gpu", "nic", "cpu", "switch"):
             continue
         peak = power_of(inst, cache).si
         levels.append(LevelLoad(inst.kind, inst.path, replicas, peak,
                                 averages.per_replica(inst)))
-        limit = _si(inst.field("power_limit"))
+        limit = si(inst.field("power_limit"))
         if limit is not None and peak > limit * (1 + 1e-9):
             said, allowed = readable.powers_apart(peak, limit)
-            diags.append(_err("E624", f"{inst.kind} `{inst.path}` draws {said}, above its "
-                                      f"power limit of {allowed}",
-                              inst.span_of("power_limit"),
-                              f"affects {replicas:,} {inst.kind}(s)" if replicas > 1 else None))
+            diags.append(error("E624", f"{inst.kind} `{inst.path}` draws {said}, above its "
+                                       f"power limit of {allowed}",
+                               inst.span_of("power_limit"),
+                               f"affects {replicas:,} {inst.kind}(s)" if replicas > 1 else None))
     network_w = sum(f.power_w for f in fabrics)
     for f in fabrics:
         n = max(f.instances, 1)
@@ -145,15 +137,14 @@ def _unfed_network(mult, served: Served, diags) -> float:
     switches = sum(round(share * f.switches) for f, share in missing)
     first = missing[0][0]
     fabric = served.resolve.by_path.get(first.fabric)
-    diags.append(_err("W628", f"the network's {readable.power(watts)} "
-                              f"({readable.grouped(switches)} switches of "
-                              f"{_fabrics_named([f for f, _ in missing])}) are on no declared "
-                              f"feeder: their power path is not checked and they count without "
-                              f"conversion losses",
-                      fabric.span if fabric is not None else None,
-                      "declare a feeder with `network = true` in the fabric's owner (or above): "
-                      "it supplies the switches of the fabrics attached there",
-                      Severity.WARNING))
+    diags.append(warning("W628", f"the network's {readable.power(watts)} "
+                                 f"({readable.grouped(switches)} switches of "
+                                 f"{_fabrics_named([f for f, _ in missing])}) are on no declared "
+                                 f"feeder: their power path is not checked and they count without "
+                                 f"conversion losses",
+                         fabric.span if fabric is not None else None,
+                         "declare a feeder with `network = true` in the fabric's owner (or above): "
+                         "it supplies the switches of the fabrics attached there"))
     return watts
 
 
@@ -233,19 +224,18 @@ def _unfed(design: Design, mult, served: Served, feeders, cache) -> List[Diagnos
             watts += lost * power_of(rack, cache).si
             example = example or rack
     if missing:
-        return [_err("W626", f"{readable.grouped(missing)} rack(s) "
-                             f"({readable.power(watts)}) have no feeder: their "
-                             f"power path is not checked and their conversion losses count as "
-                             f"0 W", example.span,
-                     "declare a feeder that serves them (`serves`) or name it in the racks' "
-                     "`feeds`",
-                     Severity.WARNING)]
+        return [warning("W626", f"{readable.grouped(missing)} rack(s) "
+                                f"({readable.power(watts)}) have no feeder: their "
+                                f"power path is not checked and their conversion losses count as "
+                                f"0 W", example.span,
+                        "declare a feeder that serves them (`serves`) or name it in the racks' "
+                        "`feeds`")]
     if not any(r.kind == "rack" for _, r in mult.values()) and not feeders:
         it = sum(power_of(r, cache).si for r in design.roots)
         if it > 0:
             root = design.roots[0]
-            return [_err("W626", f"no feeder supplies the {readable.power(it)} "
-                                 f"of `{root.path}`: its power path is not checked and its "
-                                 f"conversion losses count as 0 W", root.span,
-                         "declare the feeders that supply it", Severity.WARNING)]
+            return [warning("W626", f"no feeder supplies the {readable.power(it)} "
+                                    f"of `{root.path}`: its power path is not checked and its "
+                                    f"conversion losses count as 0 W", root.span,
+                            "declare the feeders that supply it")]
     return []

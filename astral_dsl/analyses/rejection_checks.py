@@ -6,18 +6,10 @@ carry all the heat) in the facility power and the PUE (analyses/facility.py), ne
 from __future__ import annotations
 
 from astral_dsl.analyses import heat_rejection
+from astral_dsl.analyses.field_reading import si, warning
 from astral_dsl.analyses.formulas import HOURS_PER_YEAR
-from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
-from astral_dsl.units import Quantity, format_number, readable
-
-
-def _si(v):
-    return v.si if isinstance(v, Quantity) else None
-
-
-def _warn(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, msg, span, hint)
+from astral_dsl.units import format_number, readable
 
 
 def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_rejection.Plan,
@@ -28,40 +20,40 @@ def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_reject
             f"rejection, {readable.grouped(year.mechanical_h)} h carrying all of it)" \
         if year.partial_h else ""
     if p.chiller is None and year.free_h < HOURS_PER_YEAR - 1e-6:
-        diags.append(_warn("W656", f"facility water `{circuit.path}` declares no `chiller` (or "
-                                   f"`chiller_cop`): its chillers count as 0 W for the "
-                                   f"{readable.grouped(HOURS_PER_YEAR - year.free_h)} h a year "
-                                   f"without {'full ' if split else ''}free cooling{split}",
-                           circuit.span,
-                           "declare `chiller = ...` (a chiller model) or `chiller_cop`, or "
-                           "make the water warm enough that no chiller runs"))
-    if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
+        diags.append(warning("W656", f"facility water `{circuit.path}` declares no `chiller` (or "
+                                     f"`chiller_cop`): its chillers count as 0 W for the "
+                                     f"{readable.grouped(HOURS_PER_YEAR - year.free_h)} h a year "
+                                     f"without {'full ' if split else ''}free cooling{split}",
+                             circuit.span,
+                             "declare `chiller = ...` (a chiller model) or `chiller_cop`, or "
+                             "make the water warm enough that no chiller runs"))
+    if p.fan_ratio == 0 and si(circuit.field("rejection_fan_ratio")) is None and \
             year.free_h + year.partial_h == 0 and p.chiller is not None:
         # chillers all year: they reject their heat through towers or dry coolers whose fans
         # a water-cooled chiller's rated COP leaves out (ASHRAE 90.1 rates water-cooled
         # chillers without them, Table 6.8.1-3, and the heat-rejection fans apart, Table
         # 6.8.1-7; the stdlib's chiller is such a one): their 0 W said as the other hours' is
-        diags.append(_warn("W656", f"facility water `{circuit.path}` declares no "
-                                   f"`rejection_fan_ratio`: the fans of the cooling towers (or "
-                                   f"dry coolers) that reject its chillers' heat count as 0 W in "
-                                   f"the facility power and the PUE", circuit.span,
-                           "declare `rejection_fan_ratio` (fan power per watt of heat "
-                           "rejected, from the towers' data sheet), or `rejection_fan_ratio = "
-                           "0 %` where the chillers' COP includes their condenser fans "
-                           "(air-cooled chillers)"))
-    if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
+        diags.append(warning("W656", f"facility water `{circuit.path}` declares no "
+                                     f"`rejection_fan_ratio`: the fans of the cooling towers (or "
+                                     f"dry coolers) that reject its chillers' heat count as 0 W in "
+                                     f"the facility power and the PUE", circuit.span,
+                             "declare `rejection_fan_ratio` (fan power per watt of heat "
+                             "rejected, from the towers' data sheet), or `rejection_fan_ratio = "
+                             "0 %` where the chillers' COP includes their condenser fans "
+                             "(air-cooled chillers)"))
+    if p.fan_ratio == 0 and si(circuit.field("rejection_fan_ratio")) is None and \
             year.free_h + year.partial_h > 0:
-        said = "declares" if _si(circuit.field("free_cooling")) is not None else "has"
+        said = "declares" if si(circuit.field("free_cooling")) is not None else "has"
         part = f" ({readable.grouped(year.free_h)} h with the chillers off, " \
                f"{readable.grouped(year.partial_h)} h sharing the heat with them)" \
             if year.partial_h else ""
-        diags.append(_warn("W656", f"facility water `{circuit.path}` {said} "
-                                   f"{readable.grouped(year.free_h + year.partial_h)} h of free "
-                                   f"cooling{part} but no `rejection_fan_ratio`: the fans of "
-                                   f"its dry coolers (or cooling towers) count as 0 W in the "
-                                   f"facility power and the PUE", circuit.span_of("free_cooling"),
-                           "declare `rejection_fan_ratio` (fan power per watt of heat "
-                           "rejected, from the dry coolers' data sheet)"))
+        diags.append(warning("W656", f"facility water `{circuit.path}` {said} "
+                                     f"{readable.grouped(year.free_h + year.partial_h)} h of free "
+                                     f"cooling{part} but no `rejection_fan_ratio`: the fans of "
+                                     f"its dry coolers (or cooling towers) count as 0 W in the "
+                                     f"facility power and the PUE", circuit.span_of("free_cooling"),
+                             "declare `rejection_fan_ratio` (fan power per watt of heat "
+                             "rejected, from the dry coolers' data sheet)"))
 
 
 def unbounded_cop(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, diags) -> None:
@@ -76,15 +68,15 @@ def unbounded_cop(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, d
         len(outdoor)
     if hours:
         model = resolve(circuit.field("chiller"))
-        diags.append(_warn("W656", f"facility water `{circuit.path}` runs its chillers without "
-                                   f"an economiser, {readable.grouped(round(hours))} h a year with "
-                                   f"no lift (condenser water at or below its "
-                                   f"{format_number(p.supply_c)} degC supply): chiller "
-                                   f"`{model.template or model.path}` declares no `max_cop`, so "
-                                   f"its COP is unbounded there and those hours count as 0 W",
-                           model.span_of("cop") or circuit.span_of("chiller"),
-                           "declare `max_cop` on the chiller (the COP its data sheet gives at "
-                           "the smallest lift), or an economiser"))
+        diags.append(warning("W656", f"facility water `{circuit.path}` runs its chillers without "
+                                     f"an economiser, {readable.grouped(round(hours))} h a year "
+                                     f"with no lift (condenser water at or below its "
+                                     f"{format_number(p.supply_c)} degC supply): chiller "
+                                     f"`{model.template or model.path}` declares no `max_cop`, so "
+                                     f"its COP is unbounded there and those hours count as 0 W",
+                             model.span_of("cop") or circuit.span_of("chiller"),
+                             "declare `max_cop` on the chiller (the COP its data sheet gives at "
+                             "the smallest lift), or an economiser"))
 
 
 def unknown_free_hours(circuit: Instance, climate, diags, unread: bool = False) -> None:
@@ -95,12 +87,12 @@ def unknown_free_hours(circuit: Instance, climate, diags, unread: bool = False) 
     site = "the site's `climate` file could not be read" if unread else "the site no `climate`"
     why = ("declares no `supply`, so its free-cooling hours over the site's climate cannot be "
            "found" if climate is not None else f"declares no `free_cooling` hours (and {site})")
-    diags.append(_warn("W656", f"facility water `{circuit.path}` {why}: its chillers are taken "
-                               f"to carry all its heat, "
-                               f"{readable.grouped(HOURS_PER_YEAR)} h a year", circuit.span,
-                       "declare `supply` (and `rise`)" if climate is not None else
-                       "declare `free_cooling = ... h` (the hours its heat rejection alone "
-                       "carries the heat) or the site's `climate`"))
+    diags.append(warning("W656", f"facility water `{circuit.path}` {why}: its chillers are taken "
+                                 f"to carry all its heat, "
+                                 f"{readable.grouped(HOURS_PER_YEAR)} h a year", circuit.span,
+                         "declare `supply` (and `rise`)" if climate is not None else
+                         "declare `free_cooling = ... h` (the hours its heat rejection alone "
+                         "carries the heat) or the site's `climate`"))
 
 
 def _carnot(supply_c: float, condenser_c: float) -> float:
@@ -132,13 +124,13 @@ def beyond_carnot(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, d
         if ch.rated_condenser_c > ch.rated_supply_c and \
                 ch.cop > _carnot(ch.rated_supply_c, ch.rated_condenser_c) * (1 + 1e-9):
             limit = _carnot(ch.rated_supply_c, ch.rated_condenser_c)
-            diags.append(_warn("W646", f"{name} declares a COP of {format_number(ch.cop)} at "
-                                       f"{format_number(ch.rated_supply_c)} degC chilled and "
-                                       f"{format_number(ch.rated_condenser_c)} degC condenser "
-                                       f"water, above the Carnot limit of "
-                                       f"{format_number(round(limit, 2))} there: no chiller "
-                                       f"does, and its draw is understated at every lift",
-                               where, hint))
+            diags.append(warning("W646", f"{name} declares a COP of {format_number(ch.cop)} at "
+                                         f"{format_number(ch.rated_supply_c)} degC chilled and "
+                                         f"{format_number(ch.rated_condenser_c)} degC condenser "
+                                         f"water, above the Carnot limit of "
+                                         f"{format_number(round(limit, 2))} there: no chiller "
+                                         f"does, and its draw is understated at every lift",
+                                 where, hint))
         return
     if outdoor is None or p.supply_c is None:
         return
@@ -148,11 +140,11 @@ def beyond_carnot(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, d
     over = sum(1 for t in outdoor if t + p.approach_k > p.supply_c and
                ch.cop > _carnot(p.supply_c, t + p.approach_k) * (1 + 1e-9))
     hours = over * HOURS_PER_YEAR / len(outdoor)
-    diags.append(_warn("W646", f"{name}: a constant COP of {format_number(ch.cop)} is above the "
-                               f"Carnot limit between its {format_number(p.supply_c)} degC "
-                               f"water and the condenser water (the outdoor air plus the "
-                               f"{format_number(round(p.approach_k, 2))} K approach) "
-                               f"{readable.grouped(round(hours))} h a year, down to "
-                               f"{format_number(round(_carnot(p.supply_c, hot), 2))} at the "
-                               f"hottest hour ({format_number(round(hot, 2))} degC): no chiller "
-                               f"does, and their draw is understated", where, hint))
+    diags.append(warning("W646", f"{name}: a constant COP of {format_number(ch.cop)} is above the "
+                                 f"Carnot limit between its {format_number(p.supply_c)} degC "
+                                 f"water and the condenser water (the outdoor air plus the "
+                                 f"{format_number(round(p.approach_k, 2))} K approach) "
+                                 f"{readable.grouped(round(hours))} h a year, down to "
+                                 f"{format_number(round(_carnot(p.supply_c, hot), 2))} at the "
+                                 f"hottest hour ({format_number(round(hot, 2))} degC): no chiller "
+                                 f"does, and their draw is understated", where, hint))

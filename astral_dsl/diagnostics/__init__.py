@@ -16,11 +16,13 @@ from astral_dsl.diagnostics.diagnostic import (
     with_related,
 )
 from astral_dsl.diagnostics.codes import CODES, describe
+from astral_dsl.diagnostics.places import MAX_PLACES, gathered
 
 __all__ = [
     "CODES",
     "Diagnostic",
     "DiagnosticError",
+    "MAX_PLACES",
     "Position",
     "Related",
     "Severity",
@@ -28,6 +30,7 @@ __all__ = [
     "describe",
     "did_you_mean",
     "excerpt",
+    "gathered",
     "has_errors",
     "moved_to",
     "own_part",

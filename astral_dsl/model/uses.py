@@ -4,11 +4,11 @@ it: semantics/origins.py) has the template's line that reads it (`max_rack_heat 
 stdlib/cooling.astral:81:19) as its related span, which the span alone no longer shows. One at
 a value the stdlib states itself (`RearDoor()`'s 50 kW) or at the template's declaration
 (`inst.span`: "air unit declares no `dew_point`") stands on the user's line that brings the
-template in (Instance.used_at, the first such line; W212 and W216 stand at every one:
-semantics/brought_in.py), the stdlib's line its related span: the user acts on their own line, not the stdlib's. It stays in the stdlib where
-instances brought in at different places share the span (RearDoor(rated = 40 kW) and
-RearDoor(rated = 60 kW) share its declaration and its `supply = 27 degC`): it could name the
-wrong one."""
+template in (Instance.used_at, the first such line; W212, W215 and W216 stand there and name
+the others as related spans: semantics/brought_in.py), the stdlib's line its related span: the
+user acts on their own line, not the stdlib's. It stays in the stdlib where instances brought
+in at different places share the span (RearDoor(rated = 40 kW) and RearDoor(rated = 60 kW)
+share its declaration and its `supply = 27 degC`): it could name the wrong one."""
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Set, Tuple

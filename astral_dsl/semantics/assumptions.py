@@ -23,7 +23,7 @@ from typing import Callable, List
 
 from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span, own_part
 from astral_dsl.model.values import POISON, Group, show
-from astral_dsl.semantics.brought_in import places
+from astral_dsl.semantics.brought_in import gather, places
 from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_of
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, format_number
@@ -59,9 +59,12 @@ def _reads(frame: Frame, template, name: str) -> bool:
                for stmt in stmts if isinstance(stmt, ast.Node) for n in ast.walk(stmt))
 
 
-def report(it) -> None:
+def report(it, allows=()) -> None:
     """W216 for every assumed value that the frames of `it` hold (an evaluated field) or read
-    (a parameter's default), at each place of the user's files that brings it in."""
+    (a parameter's default), at the places of the user's files that bring it in: once, at the
+    first, the others its related spans (brought_in.gather, apart where different `allows`
+    accept them)."""
+    found: List[Diagnostic] = []
     for frame in it.frames:
         for name, d in frame.defs.items():
             stmt = d.stmt
@@ -72,14 +75,15 @@ def report(it) -> None:
                           f"{_shown(frame.values[name])}"
                 hint = _field_hint(frame, name, d, user)
                 for at in ([stmt.value.span] if user else places(it, frame)):
-                    _warn(it, stmt.assumed, stmt.value.span, at, message, hint)
+                    _warn(it, stmt.assumed, stmt.value.span, at, message, hint, found)
     for template, p, caller, span, value in it.assumed_defaults:
         pname = p.name.name
         message = f"parameter `{pname}` of {template.kind} `{template.name}` takes its " \
                   f"assumed default: {_shown(value)}"
         hint = f"pass the value from the data sheet: `{template.name}({pname} = ...)`"
         for at in _default_sites(it, template, p, caller, span):
-            _warn(it, p.assumed, p.default.span, at, message, hint)
+            _warn(it, p.assumed, p.default.span, at, message, hint, found)
+    it.diagnostics.extend(gather(found, allows))
 
 
 def _field_hint(frame: Frame, name: str, d: FieldDef, user: bool) -> str:
@@ -116,7 +120,7 @@ def param_assumed(it, node: ast.Param, value) -> None:
     name = node.name.name
     _warn(it, node.assumed, node.default.span, node.default.span,
           f"parameter `{name}` is assumed: {_shown(value)}",
-          f"state it from a source (or set it: `--set {name}=...`)")
+          f"state it from a source (or set it: `--set {name}=...`)", it.diagnostics)
 
 
 def unsaid(tree: ast.Module, diagnostics: List[Diagnostic]) -> None:
@@ -130,9 +134,9 @@ def unsaid(tree: ast.Module, diagnostics: List[Diagnostic]) -> None:
 
 
 def _warn(it, assumption: ast.Assumption, where: Span, at: Span, message: str,
-          hint: str) -> None:
+          hint: str, out: List[Diagnostic]) -> None:
     """The warning at `at` about the value stated at `where`, once per assumption and place
-    (`where` itself when no place of the user's files is known)."""
+    (`where` itself when no place of the user's files is known), added to `out`."""
     at = at or where
     if assumption.reason is None or not assumption.reason.value.strip():
         return                         # E223 says so
@@ -143,10 +147,9 @@ def _warn(it, assumption: ast.Assumption, where: Span, at: Span, message: str,
     said.add(key)
     related = () if at.file == where.file and at.start.line == where.start.line else (
         Related(where, "assumed here"),)
-    it.diagnostics.append(Diagnostic(CODE, Severity.WARNING,
-                                     f"{message} ({assumption.reason.value})", at,
-                                     hint + f", or accept it: `allow {CODE} \"why\"`",
-                                     related=related))
+    out.append(Diagnostic(CODE, Severity.WARNING,
+                          f"{message} ({assumption.reason.value})", at,
+                          hint + f", or accept it: `allow {CODE} \"why\"`", related=related))
 
 
 def _template(env: Env):

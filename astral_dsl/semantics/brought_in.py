@@ -5,13 +5,15 @@ edit there. The places of an instance are noted as the instantiator makes and fi
 for its switch trays); a user's template based on the stdlib's is its own place (`host Node =
 HGX8(...)`). `places` reads them once the frames are complete: every place, in the order the
 user's files asked for the instance. A template's instance's first place (`Frame.used_at`, where
-a diagnostic of a stdlib body stands: semantics/errors.py, checks.py, W215, and the analyses'
-through the frozen Instance) is read from its first ask, when it is made."""
+a diagnostic of a stdlib body stands: semantics/errors.py, checks.py, and the analyses' through
+the frozen Instance) is read from its first ask, when it is made. The warnings said at every
+place (W212, W215 and W216) are `gather`ed: one per finding, at its first place, the next
+places its related spans (diagnostics/places.py)."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
-from astral_dsl.diagnostics import Span
+from astral_dsl.diagnostics import Diagnostic, Span, gathered
 from astral_dsl.semantics.frames import Env, Frame, frame_of
 
 
@@ -64,3 +66,11 @@ def _places(it, frame: Frame, seen: set) -> List[Span]:
         for at in ([asker] if isinstance(asker, Span) else _places(it, asker, seen)):
             out.setdefault(at, at)
     return list(out) or ([frame.used_at] if frame.used_at is not None else [])
+
+
+def gather(found: List[Diagnostic], allows: Sequence = ()) -> List[Diagnostic]:
+    """`found`, a warning at each place that brings its instance in, as one per finding at its
+    first place (diagnostics/places.py), apart where different `allows` (model/allows.py Allow)
+    accept its places: each `allow` still accepts the places it covers, and no other."""
+    return gathered(found, lambda d: next((i for i, a in enumerate(allows) if a.accepts(d)),
+                                          None))

@@ -7,22 +7,22 @@ them works before every data sheet is at hand, and says what it assumed: `HGX8` 
 field the part's kind has and the part leaves out falls back: a misspelt field is still E209.
 The warning stands where the user's own files give the value (the template's declaration, else
 where a stdlib template is instantiated); a stdlib template's instance's, once the frames are
-complete (`report`), at every place of the user's files that brings the instance in
-(semantics/brought_in.py, as W216), the stdlib's line its related span where it stood in a
-stdlib template's body (NVL72's trays).
+complete (`report`), at the places of the user's files that bring the instance in
+(semantics/brought_in.py, as W216: one warning at the first, the others its related spans), the
+stdlib's line its related span where it stood in a stdlib template's body (NVL72's trays).
 
 `interpolate(x, [x1, ..., xn], [y1, ..., yn], "table")`: a value read from a table of listed
 points (x1 < ... < xn), linear between the two listed points around x (the point's own value at a
 listed x); outside x1..xn the nearest end's value, with a warning (W215) that says so and names
-the table. The stdlib's `Transformer` reads its efficiency from the US DOE's table by its kVA
-rating this way."""
+the table, at the places of the user's files as W212. The stdlib's `Transformer` reads its
+efficiency from the US DOE's table by its kVA rating this way."""
 from __future__ import annotations
 
 import attrs
 
 from astral_dsl.diagnostics import Diagnostic, Severity, moved_to, own_part
 from astral_dsl.model.values import ListValue, type_name
-from astral_dsl.semantics.brought_in import places
+from astral_dsl.semantics.brought_in import gather, places
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.frames import Env, Frame, frame_of
 from astral_dsl.syntax import ast
@@ -57,25 +57,25 @@ def eval_default(x, e: ast.Call, env: Env):
                    + (f" for {owner.kind} `{owner.name}`" if owner is not None else ""),
                    span or e.span, _hint(part, kind, name, target.obj, env),
                    notes=(f"assumed: {reason}",))
-    if _stdlib(owner):
-        x.host.brought.append((owner, d))       # said at each of its places (`report`)
-    else:
-        x.host.diagnostics.append(d)
+    _said(x, owner, d)
     return value
 
 
-def report(it) -> None:
-    """W212 of a stdlib template's instance, noted as its fields were evaluated, at every place
-    of the user's files that brings the instance in (semantics/brought_in.py), where it stood
-    when none is known."""
+def report(it, allows=()) -> None:
+    """W212 and W215 of a stdlib template's instance, noted as its fields were evaluated, at
+    the places of the user's files that bring the instance in (semantics/brought_in.py), where
+    it stood when none is known: once, at the first, the others its related spans (`gather`,
+    apart where different `allows` accept them)."""
     pending, it.brought = it.brought, []
+    found = []
     for frame, d in pending:
         what = f"{frame.kind} `{frame.name}` is made here"
         for at in places(it, frame) or [None]:
             if at is not None and d.span.file == at.file:     # the user's own call, or another
-                it.diagnostics.append(d if at == d.span else attrs.evolve(d, span=at))
+                found.append(d if at == d.span else attrs.evolve(d, span=at))
             else:
-                it.diagnostics.append(moved_to(d, at, what))
+                found.append(moved_to(d, at, what))
+    it.diagnostics.extend(gather(found, allows))
 
 
 def _hint(part, kind: str, name: str, obj, env: Env) -> str:
@@ -140,13 +140,14 @@ def _stdlib(frame) -> bool:
     return frame is not None and frame.template is not None and frame.template.module.is_stdlib
 
 
-def _used(frame, d: Diagnostic) -> Diagnostic:
-    """`d` on the line of the user's file that first brings `frame` in (`rack Nvl = NVL72()`),
-    when it stands in the stdlib (a stdlib template's part: NVL72's trays, asked for in NVL72's
-    body), the stdlib's line kept as its related span: the user cannot edit the stdlib."""
-    if not _stdlib(frame):
-        return d
-    return moved_to(d, frame.used_at, f"{frame.kind} `{frame.name}` is made here")
+def _said(x, frame, d: Diagnostic) -> None:
+    """`d` (W212, W215) about `frame`: said now, or, of a stdlib template's instance, once the
+    frames are complete at the places of the user's files that bring it in (`report`): the user
+    cannot edit the stdlib."""
+    if _stdlib(frame):
+        x.host.brought.append((frame, d))
+    else:
+        x.host.diagnostics.append(d)
 
 
 TABLE_USAGE = 'write `interpolate(x, [x1, x2, ...], [y1, y2, ...], "table")` with x1 < x2 < ' \
@@ -181,12 +182,12 @@ def eval_interpolate(x, e: ast.Call, env: Env):
         end = ys[0] if below else ys[-1]
         frame = frame_of(env)
         span = _where(frame) if frame is not None else None
-        x.host.diagnostics.append(_used(frame, Diagnostic(
+        _said(x, frame, Diagnostic(
             "W215", Severity.WARNING,
             f"{at} is {'below' if below else 'above'} the range of {what}, {xs[0]} to "
             f"{xs[-1]}: its value at {xs[0] if below else xs[-1]}, {end}, is assumed",
             span or e.span, "state the value from the equipment's data sheet, or keep to "
-                            f"the table's range ({xs[0]} to {xs[-1]})")))
+                            f"the table's range ({xs[0]} to {xs[-1]})"))
         return end
     i = next(i for i, a in enumerate(xs) if at.compare(a) <= 0)
     if i == 0 or at.compare(xs[i]) == 0:

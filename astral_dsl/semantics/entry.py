@@ -225,14 +225,16 @@ def user_checks(ev: Instantiator, everything, paths, mult, scopes, loader: Modul
 
 
 def freeze(ev: Instantiator, entry: LoadedModule, scope: ModuleScope, found: Roots, paths,
-           results, diagnostics) -> Design:
+           results, diagnostics, allows=()) -> Design:
     """The frozen model: every frame as an Instance at its canonical path, the params, the
-    unknowns in source order, and the diagnostics sorted, with W212 for the stdlib's defaults
-    its instances took since the frames were completed (semantics/defaults.py) and W216 for the
-    assumed values that it holds (semantics/assumptions.py)."""
+    unknowns in source order, and the diagnostics sorted, with W212 and W215 for the stdlib's
+    defaults and tables its instances read since the frames were completed
+    (semantics/defaults.py) and W216 for the assumed values that it holds
+    (semantics/assumptions.py), each once at the places that bring it in, apart where
+    different `allows` accept them (semantics/brought_in.py)."""
     roots, jobs, scenarios = found
-    report_defaults(ev)
-    report_assumptions(ev)
+    report_defaults(ev, allows)
+    report_assumptions(ev, allows)
     freezer = Freezer(paths)
     frozen_roots = tuple(freezer.instance(f) for f in roots)
     frozen_jobs = tuple(freezer.instance(f) for f in jobs)
