@@ -62,7 +62,7 @@ def test_te_cross_entropy_is_the_cheapest_and_keeps_only_the_logits():
     ("llama370b", (25, 7), "te"),
     ("qwen330ba3btokendrop", (25, 9), "te"),
     ("gptoss120b", (25, 9), "te"),
-    # Megatron-Bridge 0.3.1's recipes from NeMo 25.11
+    # Megatron-Bridge 0.3.1's recipes from NeMo 25.11 (standing in for its 0.2.x before 26.02)
     ("qwen330ba3b", (26, 2), "te"),          # recipes/qwen/qwen3_moe.py
     ("llama31405b", (26, 4), "te"),          # recipes/llama/llama3.py
     ("deepseekv3", (26, 6), "te"),           # recipes/deepseek/deepseek_v3.py
@@ -84,3 +84,32 @@ def test_cross_entropy_is_megatron_cores_switch_alone():
     f = {o.name: o for o in low.template(0, 0, "F").ops}["cross entropy"]
     assert f.nbytes == pytest.approx(TOKENS * VOCAB * 10)
     assert memory.of_job(job).logits == pytest.approx(TOKENS * VOCAB * 6)
+
+
+def test_a_nemo_25_11_row_says_its_megatron_bridge_is_read_from_a_later_wheel():
+    """NeMo 25.11 is the first release run on Megatron-Bridge's own performance scripts
+    (releases.BRIDGE_SCRIPTS_FROM: its Qwen3 235B-A22B on H100, r139, is token-dropless where
+    nemo_toolkit 2.6.0's script drops tokens), on a Megatron-Bridge of the 0.2 line, which no
+    registry has: 0.3.0 came with 26.02 (releases.BRIDGE_03_FROM). Its rows keep 0.3.1's
+    readings and say for whom they stand in (they said 0.3.1's, as if 25.11 had run it); 26.02's
+    say 0.3.1's plainly; 25.09's read NeMo 2.x's scripts, with the router unfused."""
+    from astral_dsl.runs.stacks import stack_of
+    from astral_dsl.runs.table import parse_table
+
+    from test_runs import _csv, _row
+
+    rows = [_row("r139"), _row("r131"),
+            _row("r139", id="new", source_version="NeMo 26.02 container (Megatron-Bridge)"),
+            _row("r166")]
+    stacks = {r.id: stack_of(r, True, 1, 1, 8) for r in parse_table(_csv(rows), "t.csv").runs}
+    got = {k: (dict(s.fields).get("cross_entropy"), dict(s.fields).get("router_fusion"))
+           for k, s in stacks.items()}
+    assert got == {"r139": ("te", True), "r131": ("native", True), "new": ("te", True),
+                   "r166": ("te", False)}
+    said = {k: [a for a in s.assumed if "cross_entropy_fusion_impl" in a][0]
+            for k, s in stacks.items()}
+    stand_in = "Megatron-Bridge 0.3.1's recipe, read for NeMo 25.11's own 0.2.x, which no " \
+               "registry has)"
+    assert said["r139"].endswith(stand_in) and said["r131"].endswith(stand_in)
+    assert said["new"].endswith("(cross_entropy_fusion_impl = te: Megatron-Bridge 0.3.1's recipe)")
+    assert said["r166"].endswith("NeMo 2.x's performance scripts)")

@@ -10,23 +10,34 @@ GPTModelProvider (0.3.1 models/gpt_provider.py:185). `te`:
   rows follow, set it in `set_primary_perf_configs` ("enable cross entropy fusion with TE
   kernel": nemo_toolkit 2.3.0 scripts/performance/utils.py:291, 2.4.0 helpers.py:311 in
   `set_perf_optimization_configs`, 2.5.3 helpers.py:377), which every pretraining script calls.
-- From NeMo 25.11 (Megatron-Bridge 0.3.0 to 0.5.1, whose performance scripts are on no
-  registry): Megatron-Bridge 0.3.1's pretraining recipes, an ASSUMPTION stated with the row:
+- From NeMo 25.11, the first release run on Megatron-Bridge's own performance scripts
+  (releases.BRIDGE_SCRIPTS_FROM), none of which is on a registry (nor 25.11's Megatron-Bridge,
+  of the 0.2 line; 26.02 to 26.06 ran 0.3.0 to 0.5.x, releases.BRIDGE_03_FROM): Megatron-Bridge
+  0.3.1's pretraining recipes, an ASSUMPTION stated with the row:
   `te` in recipes/llama/llama3.py (every Llama 3 and 3.1 pretraining config, and the Llama 3
   8B/70B and 3.1 405B providers, models/llama/llama_provider.py:155, 174, 228),
   recipes/deepseek/deepseek_v3.py (and deepseek_v3_bridge.py:73) and recipes/qwen/qwen3_moe.py
   (Qwen3 30B-A3B and 235B-A22B); `native` in recipes/gpt_oss/gpt_oss.py ("GPT-OSS uses
-  native") and recipes/nemotronh/nemotron_3_nano.py.
+  native") and recipes/nemotronh/nemotron_3_nano.py. For 25.11 the 0.2 line's last wheel,
+  0.2.0rc6 (2025-10-06), agrees for Llama 3 and DeepSeek-V3 (`te` in their providers,
+  models/llama/llama_provider.py:187, 206, 260, models/deepseek/deepseek_provider.py:113), not
+  for Qwen3 MoE (Qwen3MoEModelProvider and recipes/qwen/qwen3_moe.py set none: Megatron-Core
+  0.15's `native`, model_parallel_config.py:220), and has no GPT-OSS; the performance scripts on
+  either side set `te` for Qwen3 (nemo_toolkit 2.6.0 scripts/performance/helpers.py:377 and
+  llm/pretrain_qwen3_235b_a22b.py:88; Megatron-Bridge 0.6.2 perf_recipes/_common.py
+  `_benchmark_common`), so 0.3.1's reading is kept.
 The rows before NeMo 25.04 (NeMo 1.x and 2.0-2.2, whose scripts set none) and the papers'
 Megatron-LM keep Seer's generic count: what they ran was not read here."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
+from astral_dsl.runs.releases import BRIDGE_03_FROM, BRIDGE_SCRIPTS_FROM
+
 # NeMo 2.x's performance scripts from NeMo 25.04 (nemo_toolkit 2.3.0) to 25.09 (2.5.3); from 25.11
-# Megatron-Bridge 0.3.x (module docstring)
+# (BRIDGE_SCRIPTS_FROM) Megatron-Bridge 0.3.1's recipes, standing in for 25.11's 0.2.x before
+# BRIDGE_03_FROM (module docstring)
 SCRIPTS_FROM = (25, 4)
-BRIDGE_03_FROM = (25, 11)
 # row label prefixes as precision.squeezed (module docstring)
 TE_03 = ("llama38b", "llama370b", "llama31405b", "deepseekv3", "qwen330ba3b", "qwen3235ba22b")
 NATIVE_03 = ("gptoss", "nemotron3nano")
@@ -38,12 +49,15 @@ def recipe_cross_entropy(label: str, release: Optional[Tuple[int, int]]
     precision.squeezed, `release` (year, month) or None. (None, "") where not read."""
     if release is None or release < SCRIPTS_FROM:
         return None, ""
-    if release < BRIDGE_03_FROM:
+    bridge = "Megatron-Bridge 0.3.1's recipe" + (
+        "" if release >= BRIDGE_03_FROM else
+        ", read for NeMo 25.11's own 0.2.x, which no registry has")
+    if release < BRIDGE_SCRIPTS_FROM:
         impl, source = "te", "NeMo 2.x's performance scripts"
     elif label.startswith(TE_03):
-        impl, source = "te", "Megatron-Bridge 0.3.1's recipe"
+        impl, source = "te", bridge
     elif label.startswith(NATIVE_03):
-        impl, source = "native", "Megatron-Bridge 0.3.1's recipe"
+        impl, source = "native", bridge
     else:
         return None, ""
     what = ("Transformer Engine's cross-entropy kernels" if impl == "te" else

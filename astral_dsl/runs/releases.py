@@ -41,7 +41,8 @@ TITAN_STAGES_PER_RANK = 2
 # launches around it cost a small-expert model; the hybrid Mamba MoE recipes do not (Nemotron 3
 # Nano +2 %, Nemotron 3 Super +1 %) and are taken to run as before. An assumption read off the
 # published tables, stated here and in docs/runs.md: the tables do not publish CUDA graph
-# settings.
+# settings. Megatron-Bridge's README (0.6.0 and 0.6.2, news of 2026-06-16) names "full-iteration
+# CUDA graphs" among what "the NeMo 26.06 training stack" integrates.
 MOE_GRAPHS_FROM = (26, 6)
 # From NeMo 25.09 (Megatron-Core 0.14) the MoE performance recipes dispatch tokens with the
 # "flex" dispatcher: DeepEP's kernels across nodes, HybridEP's on GB200 NVL72 from
@@ -62,10 +63,28 @@ FLEX_FROM = (25, 9)
 # with it, :78, which Seer does not price). On GB200 Megatron-Bridge 0.3.x refuses DeepEP as
 # well (0.3.0 and 0.3.1 training/flex_dispatcher_backend.py allow Blackwell by the names "NVIDIA
 # B200" and "NVIDIA B300" alone), so a GB200 row of 25.11 keeps the alltoall dispatcher whichever
-# Megatron-Bridge it ran (runs/loss_recipe.py and router_recipe.py read 25.11 with 0.3.1's
-# recipes, an assumption of their own). NeMo 26.02 is taken to be the first container with
-# Megatron-Core 0.16 (an ASSUMPTION: its rows are read with HybridEP, as before).
+# Megatron-Bridge it ran. NeMo 26.02 is taken to be the first container with Megatron-Core 0.16
+# (an ASSUMPTION: its rows are read with HybridEP, as before).
 HYBRIDEP_FROM = (26, 2)
+# The first container taken to ship Megatron-Bridge 0.3.x: NeMo 26.02, whose Megatron-Core 0.16.0
+# was built on the day Megatron-Bridge 0.3.0 and nemo_toolkit 2.7.0 were (2026-02-26; 0.3.0
+# requires megatron-core >= 0.15.0a0, < 0.17). The 25.11 container came out before any 0.3
+# wheel: its NeMo is nemo_toolkit 2.6.0 (built 2025-12-03), and Megatron-Bridge 0.3.1's README
+# announces a custom 25.11 container on 2025-12-15 (nvcr.io/nvidia/nemo:25.11.nemotron_3_nano).
+BRIDGE_03_FROM = HYBRIDEP_FROM
+# The first release whose published rows ran Megatron-Bridge's own performance scripts, not NeMo
+# 2.x's: NeMo 25.11. Its NeMo, nemo_toolkit 2.6.0 (README: NeMo 2.0's LLM support "will be
+# deprecated by 25.11, and replaced by ... Megatron-Bridge"), still ships scripts/performance,
+# but the 25.11 rows did not run them: its pretrain_qwen3_235b_a22b.py (line 85) adds
+# MegatronTokenDropCallback on every GPU and pretrain_deepseek_v3.py (lines 75-89) drops tokens
+# on Blackwell, where the table's 25.11 Qwen3 235B-A22B on H100 and DeepSeek-V3 on GB200 are
+# token-dropless (its footnote), and it has no GPT-OSS script for the 25.11 GPT-OSS 120B rows;
+# NeMo 25.09's MoE rows follow nemo_toolkit 2.5.3's scripts ("(tokendrop)" on Blackwell,
+# "(dropless)" DeepEP on H100). 25.11's Megatron-Bridge is of the 0.2 line (HYBRIDEP_FROM):
+# later than 0.2.0rc6 (it runs GPT-OSS; 0.2.0rc6 has no models/gpt_oss), earlier than 0.3.0,
+# and on no registry, nor are its performance scripts: runs/loss_recipe.py and router_recipe.py
+# read its rows as they read 26.02's to 26.06's, from later wheels, an ASSUMPTION each row says.
+BRIDGE_SCRIPTS_FROM = (25, 11)
 # From this release on the NVIDIA fp8, MXFP8 and current-scaling rows keep their linear weights
 # as fp8 parameters (`fp8_params`): Megatron-Bridge's precision configs (training/
 # mixed_precision.py, 0.2.0 to 0.6.2, `fp8_param_gather = True`) and NeMo 2.0's (nemo_toolkit
@@ -106,9 +125,12 @@ MXFP8_GATHER_AFTER_STEP = ((25, 7),)
 # layout and swizzle both operands' scales into cuBLAS's before every block-scaled GEMM
 # (csrc/extensions/gemm.cpp:242-245, util.cpp:12-80; the 2.5.0, 2.9.0 and 2.11.0 Python packages
 # have no swizzled-scale option), and 2.12.0, whose quantisers can write them swizzled
-# (`optimize_for_gemm`), came out in February 2026: no container of 2025 ran it. Which
-# Transformer Engine each 26.x container ran is not known, so their rows are read without the
-# swizzle (docs/seer.md, stop 63).
+# (`optimize_for_gemm`), came out in February 2026 (its wheel built 2026-02-18): no container of
+# 2025 ran it. Which Transformer Engine each 26.x container ran is not known, so their rows are
+# read without the swizzle (docs/seer.md, stop 63): an ASSUMPTION for 26.02, whose
+# Megatron-Bridge 0.3.0 pins a Transformer Engine commit of its own (pyproject.toml
+# override-dependencies, 5671fd36) and allows 2.10 to 2.12, while Megatron-Core 0.16.0's and
+# 0.16.1's `dev` extras ask for 2.9 to 2.11 (< 2.12.0).
 MXFP8_SWIZZLE_BEFORE = (26, 2)
 # Before this release the NeMo rows are read with attention on FlashAttention-2's kernels
 # (`attention = flash2`, the flash-attn package). Transformer Engine prefers its cuDNN
@@ -116,7 +138,9 @@ MXFP8_SWIZZLE_BEFORE = (26, 2)
 # Hopper+ for performance reasons": 1.9.0's pytorch/attention.py and 2.9's attention/
 # dot_product_attention/utils.py, get_attention_backend) and takes its FlashAttention path
 # otherwise. Whether 1.4, which NeMo 24.03 ran, already preferred cuDNN is not known (no registry
-# has 1.4-1.8; the table has no row between 24.03 and 24.07): that it did not is an ASSUMPTION,
+# has 1.4-1.8; 1.9.0's wheel was built on 2024-08-15, the day nemo_toolkit 2.0.0rc1's was, the
+# NeMo 2.0 of the 24.07 rows' docs; the table has no row between 24.03 and 24.07): that 1.4 did
+# not is an ASSUMPTION,
 # which the data agree with: NeMo 24.03's Llama 2 7B at 16K, 128K and 512K tokens (attention
 # 40-95 % of the step) are forecast +32, +80 and +88 % on the fused kernels' fitted rate
 # (attn_eff), +3, +5 and +3 % on FlashAttention-2's published H100 rate (docs/seer.md, stop 54);

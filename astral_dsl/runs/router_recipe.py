@@ -23,12 +23,17 @@ recipes never do (nemotronh/common.py `_apply_nemotron_3_nano_perf_defaults`; it
 sets False), only Nemotron 3 Ultra's (common.py:159).
 
 Earlier releases' own performance scripts are not on the package index (the Megatron-Bridge
-wheels and sdists of 0.3.1 to 0.5.1 ship no scripts/). The rows from NeMo 25.11 on are read with
-0.6.2's performance recipe for their model, GPU and precision, an ASSUMPTION stated in each row's
-`assumed` list, as runs/stacks.py reads the recomputation and HybridEP of those releases: 0.6.2
-calls its DeepSeek-V3 settings those of "the legacy workload configs". NeMo 2.x's rows run the
-unfused path, and so do NeMo 25.09's (Megatron-Core 0.14, the first with the fused router, off
-by default: transformer_config.py:540): the code of their time never turns it on. Their MoE rows
+wheels and sdists of 0.3.1 to 0.5.1 ship no scripts/). The rows from NeMo 25.11 on, the first
+release run on Megatron-Bridge's own performance scripts (releases.BRIDGE_SCRIPTS_FROM), are read
+with 0.6.2's performance recipe for their model, GPU and precision, an ASSUMPTION stated in each
+row's `assumed` list, as runs/stacks.py reads the recomputation and HybridEP of those releases:
+0.6.2 calls its DeepSeek-V3 settings those of "the legacy workload configs". 25.11's own
+Megatron-Bridge is of the 0.2 line (before 0.3.0: releases.BRIDGE_03_FROM), on no registry; its
+last wheel, 0.2.0rc6, names no `moe_router_fusion`, as the library recipes of 0.3.1 on set it
+False: what its performance scripts set is not known, as for 26.02 to 26.06. NeMo 2.x's rows
+run the unfused path, and so do NeMo 25.09's (Megatron-Core 0.14, the first with the fused
+router, off by default: transformer_config.py:540): the code of their time never turns it on.
+Their MoE rows
 ran what NeMo 2.5.3's performance scripts set, whose choices their labels follow
 (scripts/performance/llm/pretrain_deepseek_v3.py: the alltoall dispatcher with
 MegatronTokenDropCallback on Blackwell, "(tokendrop)", DeepEP with the force-balanced router on
@@ -38,6 +43,8 @@ nor Megatron-Bridge 0.1.0rc4's and 0.2.0rc6's recipes and providers name `moe_ro
 from __future__ import annotations
 
 from typing import Optional, Tuple
+
+from astral_dsl.runs.releases import BRIDGE_SCRIPTS_FROM
 
 # (model label prefix as stacks._n, GPU directory, precision families) of the Megatron-Bridge
 # 0.6.2 performance recipes that set `moe_router_fusion = True` (module docstring)
@@ -49,9 +56,10 @@ FUSED = (
     ("qwen3235ba22b", ("gb200", "b200", "h100"), ("bf16", "fp8", "mxfp8")),
 )
 SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
-# the first release read with the fused router: NeMo 25.11 (module docstring; NeMo 25.09's
-# Megatron-Core 0.14 has it, off, and no code of that release turns it on)
-FUSION_FROM = (25, 11)
+# the first release read with the fused router: NeMo 25.11, the first run on Megatron-Bridge's
+# own performance scripts (module docstring; NeMo 25.09's Megatron-Core 0.14 has it, off, and
+# the NeMo 2.5.3 scripts its rows ran never turn it on)
+FUSION_FROM = BRIDGE_SCRIPTS_FROM
 
 
 def recipe_router_fusion(label: str, gpu: str, family: Optional[str],
