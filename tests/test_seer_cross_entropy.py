@@ -90,3 +90,21 @@ def test_cross_entropy_is_megatron_cores_switch_alone():
     f = {o.name: o for o in low.template(0, 0, "F").ops}["cross entropy"]
     assert f.nbytes == pytest.approx(TOKENS * VOCAB * 10)
     assert memory.of_job(job).logits == pytest.approx(TOKENS * VOCAB * 6)
+
+
+def test_the_shipped_gpt_oss_rows_read_their_releases_cross_entropy():
+    """The expressed jobs of modern.csv's GPT-OSS 120B rows: NeMo 26.06's (r022) and 26.08's
+    (r003) with Transformer Engine's kernels, as Megatron-Bridge 0.6.2's performance recipes set
+    (perf_recipes/_common.py `_benchmark_common`); 26.04.01's (r040) and 25.11's (r131) with the
+    library recipe's native ones (recipes/gpt_oss/gpt_oss.py, 0.3.1)."""
+    from pathlib import Path
+
+    from astral_dsl.runs.evaluate import prepare
+    from astral_dsl.runs.table import parse_table
+
+    path = Path(__file__).resolve().parents[1] / "astral_dsl/seer/calibration/modern.csv"
+    lines = path.read_text().splitlines()
+    want = {"r003": "te", "r022": "te", "r040": "native", "r131": "native"}
+    text = "\n".join([lines[0]] + [ln for ln in lines[1:] if ln.split(",")[0] in want]) + "\n"
+    got = {p.row.id: p.spec.cross_entropy for p in prepare(parse_table(text, str(path)))}
+    assert got == want
