@@ -5,10 +5,14 @@ the logits they keep for the backward (seer/memory.py); and which NVIDIA rows ra
 (runs/loss_recipe.py)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 import pytest
 
+from astral_dsl.runs.evaluate import prepare
 from astral_dsl.runs.loss_recipe import recipe_cross_entropy
+from astral_dsl.runs.table import parse_table
 from astral_dsl.seer import memory
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.lower import Lowering
@@ -97,11 +101,6 @@ def test_the_shipped_gpt_oss_rows_read_their_releases_cross_entropy():
     (r003) with Transformer Engine's kernels, as Megatron-Bridge 0.6.2's performance recipes set
     (perf_recipes/_common.py `_benchmark_common`); 26.04.01's (r040) and 25.11's (r131) with the
     library recipe's native ones (recipes/gpt_oss/gpt_oss.py, 0.3.1)."""
-    from pathlib import Path
-
-    from astral_dsl.runs.evaluate import prepare
-    from astral_dsl.runs.table import parse_table
-
     path = Path(__file__).resolve().parents[1] / "astral_dsl/seer/calibration/modern.csv"
     lines = path.read_text().splitlines()
     want = {"r003": "te", "r022": "te", "r040": "native", "r131": "native"}
