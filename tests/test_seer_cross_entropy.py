@@ -5,10 +5,14 @@ the logits they keep for the backward (seer/memory.py); and which NVIDIA rows ra
 (runs/loss_recipe.py)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 import pytest
 
+from astral_dsl.runs.evaluate import prepare
 from astral_dsl.runs.loss_recipe import recipe_cross_entropy
+from astral_dsl.runs.table import parse_table
 from astral_dsl.seer import memory
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.lower import Lowering
@@ -67,7 +71,13 @@ def test_te_cross_entropy_is_the_cheapest_and_keeps_only_the_logits():
     ("llama31405b", (26, 4), "te"),          # recipes/llama/llama3.py
     ("deepseekv3", (26, 6), "te"),           # recipes/deepseek/deepseek_v3.py
     ("gptoss120b", (25, 11), "native"),      # recipes/gpt_oss/gpt_oss.py
-    ("nemotron3nano", (26, 6), "native"),    # recipes/nemotronh/nemotron_3_nano.py
+    ("gptoss120b", (26, 4), "native"),
+    ("nemotron3nano", (26, 4), "native"),    # recipes/nemotronh/nemotron_3_nano.py
+    # from NeMo 26.06, Megatron-Bridge 0.6.2's performance recipes: _benchmark_common's "te"
+    # (perf_recipes/_common.py:30, 68), over the library recipes' native
+    ("gptoss120b", (26, 6), "te"),
+    ("gptoss120b", (26, 8), "te"),
+    ("nemotron3nano", (26, 6), "te"),
     ("mixtral8x7b", (26, 2), None),          # no such recipe read
     ("gpt3175b", (24, 7), None),             # before NeMo 25.04's scripts: not read
     ("deepseekv3", None, None),
@@ -113,3 +123,16 @@ def test_a_nemo_25_11_row_says_its_megatron_bridge_is_read_from_a_later_wheel():
     assert said["r139"].endswith(stand_in) and said["r131"].endswith(stand_in)
     assert said["new"].endswith("(cross_entropy_fusion_impl = te: Megatron-Bridge 0.3.1's recipe)")
     assert said["r166"].endswith("NeMo 2.x's performance scripts)")
+
+
+def test_the_shipped_gpt_oss_rows_read_their_releases_cross_entropy():
+    """The expressed jobs of modern.csv's GPT-OSS 120B rows: NeMo 26.06's (r022) and 26.08's
+    (r003) with Transformer Engine's kernels, as Megatron-Bridge 0.6.2's performance recipes set
+    (perf_recipes/_common.py `_benchmark_common`); 26.04.01's (r040) and 25.11's (r131) with the
+    library recipe's native ones (recipes/gpt_oss/gpt_oss.py, 0.3.1)."""
+    path = Path(__file__).resolve().parents[1] / "astral_dsl/seer/calibration/modern.csv"
+    lines = path.read_text().splitlines()
+    want = {"r003": "te", "r022": "te", "r040": "native", "r131": "native"}
+    text = "\n".join([lines[0]] + [ln for ln in lines[1:] if ln.split(",")[0] in want]) + "\n"
+    got = {p.row.id: p.spec.cross_entropy for p in prepare(parse_table(text, str(path)))}
+    assert got == want

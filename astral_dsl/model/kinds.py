@@ -329,9 +329,11 @@ _register(make_kind("job", "an LLM training job", dict(
                              "PyTorch path (moe_permute_fusion = False: NeMo 2.x's Llama 4 and "
                              "Mixtral)"),
     rope_fusion=FieldSpec(BoolType(), doc="rotary embeddings as Transformer Engine's fused "
-                          "kernel (the default, as Seer prices the recipes' rows); false: "
-                          "Megatron-Core's unfused PyTorch RoPE (apply_rope_fusion = False: "
-                          "NeMo 2.x's Llama 4)"),
+                          "kernel (the default, as Seer prices the recipes' rows, but for a "
+                          "YaRN model, whose attention factor Megatron-Core 0.16 applies in its "
+                          "unfused RoPE); stated true: the fused kernel under YaRN too, as "
+                          "Megatron-Core before 0.16 runs it; false: Megatron-Core's unfused "
+                          "PyTorch RoPE (apply_rope_fusion = False: NeMo 2.x's Llama 4)"),
     router_fusion=FieldSpec(BoolType(), doc="an MoE router's score, top-k and "
                             "load-balancing-loss kernels as Transformer Engine's fused ones "
                             "(Megatron-Core's --moe-router-fusion); default false, "

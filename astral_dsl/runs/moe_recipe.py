@@ -87,6 +87,17 @@ HYBRID_EP_RECIPES = (("qwen330ba3b", "b200", ("bf16", "fp8", "mxfp8"), (1, 1, 8)
 # the first release of Megatron-Bridge's containers (releases.FLEX_FROM), whose MoE recipes drop
 # tokens only where the table's label says so
 BRIDGE_FROM = (25, 9)
+# The YaRN models (labels as precision.squeezed, not multi-head latent attention) whose rows of
+# Megatron-Bridge's 0.2 line with Megatron-Core 0.15 (NeMo 25.09 and 25.11: BRIDGE_FROM to
+# releases.HYBRIDEP_FROM, the versions an assumption there) ran Transformer Engine's fused RoPE:
+# Megatron-Bridge 0.2.0rc6's GPTModelProvider turns `apply_rope_fusion` on wherever TE >= 2.2
+# and Megatron-Core's fused kernels import (models/gpt_provider.py:171, utils/fusions.py
+# can_enable_apply_rope_fusion) and its validate_rope_fusion_compatibility keeps it for any
+# position embedding (0.3.0's turns it off for all but "rope"); GPT-OSS's provider leaves it
+# (0.3.0 models/gpt_oss/gpt_oss_provider.py); Megatron-Core 0.15.0 then takes the fused kernel
+# whatever YaRN's attention factor (models/common/embeddings/rope_utils.py:268-286), where 0.16
+# falls back to its unfused RoPE for a factor other than 1 (seer/lower_attention.py).
+YARN_FUSED_ROPE = ("gptoss",)
 
 
 def recipe_token_drop(label: str, release: Optional[Tuple[int, int]]) -> Optional[str]:
@@ -123,6 +134,17 @@ def recipe_fusions(label: str, release: Optional[Tuple[int, int]]) -> Tuple[bool
     its NeMo 2.x config runs Megatron-Core's unfused ones (NEMO2_UNFUSED_PERMUTE, _ROPE)."""
     return (not _nemo2(NEMO2_UNFUSED_PERMUTE, label, release),
             not _nemo2(NEMO2_UNFUSED_ROPE, label, release))
+
+
+def yarn_rope_fused(label: str, release: Optional[Tuple[int, int]]) -> Optional[str]:
+    """Why a Megatron row of YaRN model `label` (as precision.squeezed) from the NeMo container
+    `release` ran Transformer Engine's fused RoPE (YARN_FUSED_ROPE), or None."""
+    if release is None or not BRIDGE_FROM <= release < HYBRIDEP_FROM or \
+            not label.startswith(YARN_FUSED_ROPE):
+        return None
+    return ("Transformer Engine's fused RoPE under YaRN (Megatron-Bridge 0.2's provider sets "
+            "apply_rope_fusion, which Megatron-Core 0.15 takes whatever YaRN's attention "
+            "factor: runs/moe_recipe.py)")
 
 
 def recipe_alltoall(label: str, gpu: str, dtype: str) -> Optional[str]:

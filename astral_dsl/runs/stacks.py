@@ -20,7 +20,7 @@ from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
 from astral_dsl.runs.moe_recipe import (before_flex_on_blackwell, recipe_alltoall,
                                         recipe_hybridep, recipe_token_drop, recipe_fusions,
-                                        sequential_experts)
+                                        sequential_experts, yarn_rope_fused)
 from astral_dsl.runs.releases import (FA2_BEFORE, FLEX_FROM, FP8_PARAMS_FROM, FSDP_NO_FP8_PARAMS,
                                       HYBRIDEP_FROM, MOE_GRAPHS_FROM, MXFP8_GATHER_AFTER_STEP,
                                       MXFP8_SWIZZLE_BEFORE,
@@ -294,6 +294,10 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     fields["rope_fusion"] = False
                     assumed.append("Megatron-Core's unfused RoPE (NeMo 2.x's Llama4Config: "
                                    "apply_rope_fusion off: runs/moe_recipe.py)")
+                yarn = yarn_rope_fused(_n(row.model), release)
+                if yarn:
+                    fields["rope_fusion"] = True
+                    assumed.append(yarn)
                 if sequential_experts(_n(row.model), release):
                     fields["grouped_gemm"] = False
                     assumed.append("the experts as Megatron-Core's SequentialMLP, one expert's "

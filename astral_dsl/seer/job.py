@@ -278,5 +278,6 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         router_fusion=f.get("router_fusion") is True,
         permute_fusion=f.get("permute_fusion") is not False,
         rope_fusion=f.get("rope_fusion") is not False,
+        yarn_rope_fusion=f.get("rope_fusion") is True,
         scale_swizzle=f.get("scale_swizzle") is True,
         cross_entropy=f.get("cross_entropy"))

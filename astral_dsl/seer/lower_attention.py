@@ -80,7 +80,10 @@ class AttentionOps:
         """Rotary position embeddings on the queries and keys (their rotary part with MLA):
         read and write once (Transformer Engine's fused RoPE; costs.EAGER when eager), or
         Megatron-Core's unfused RoPE for YaRN or without `rope_fusion` (MCORE_YARN_ROPE); after
-        the query-key norm (_qk_norm). A NoPE layer (`nope_every`) has neither."""
+        the query-key norm (_qk_norm). A NoPE layer (`nope_every`) has neither. YaRN with
+        `rope_fusion` stated true (`yarn_rope_fusion`) takes the fused kernel: Megatron-Core
+        before 0.16 does whenever `apply_rope_fusion` is set, its attention factor unapplied
+        (0.15.0 models/common/embeddings/rope_utils.py, apply_rotary_pos_emb, lines 268-286)."""
         m = self.job.model
         if m.nope(L):
             return
@@ -89,7 +92,8 @@ class AttentionOps:
         name = pre + ("rope bwd" if backward else "rope")
         nbytes = 2 * self.tokens * width * self.elem
         self._qk_norm(b, L, name, nbytes, backward)
-        if (m.yarn_factor > 1 or not self.job.rope_fusion) and not m.mla and \
+        yarn = m.yarn_factor > 1 and not self.job.yarn_rope_fusion
+        if (yarn or not self.job.rope_fusion) and not m.mla and \
                 self.job.framework == "megatron":
             ratio, kernels = MCORE_YARN_ROPE[1 if backward else 0]
             self._ew(b, name, ratio * nbytes, L, kernels=kernels)

@@ -104,6 +104,8 @@ class JobSpec:
     #                                           Megatron-Core's unfused path (lower_moe.py)
     rope_fusion: bool = True                  # RoPE fused (TE); False: Megatron-Core's
     #                                           unfused RoPE (lower_attention.py)
+    yarn_rope_fusion: bool = False            # `rope_fusion` stated true: TE's fused RoPE
+    #                                           under YaRN too (Megatron-Core before 0.16)
     cross_entropy: Optional[str] = None       # te | native | None (lower_dense.CROSS_ENTROPY)
     scale_swizzle: bool = False               # block scales swizzled before each MXFP8 /
     #                                           NVFP4 GEMM (lower_linear.LinearOps._gemm)
