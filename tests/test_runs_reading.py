@@ -301,7 +301,7 @@ def test_deepseek_v3_on_gb200_in_fp8_recomputes_its_recipes_dense_mlps():
     """Megatron-Bridge 0.6.2's (and 0.6.0's) GB200 DeepSeek-V3 recipes at TP 1, PP 4, EP 64,
     micro-batch 1 recompute `mlp` in FP8 current scaling and NVFP4 (deepseek/gb200/
     deepseek_v3.py, the fp8cs and nvfp4 configs), `mla_up_proj` in BF16 and MXFP8: NeMo 25.09's
-    FP8 token-drop row (r146) and an NVFP4 variant take `mlp` (runs/stacks.RECIPE_RECOMPUTE);
+    FP8 token-drop row (r146) and an NVFP4 variant take `mlp` (runs/recompute_recipe.py);
     another EP degree, a stated recomputation or a release before 25.09 stays with the rule."""
     from astral_dsl.runs.stacks import stack_of
 
@@ -316,8 +316,42 @@ def test_deepseek_v3_on_gb200_in_fp8_recomputes_its_recipes_dense_mlps():
                    "bf16": ("modules", ("mla_up_proj",)), "ep32": (None, None),
                    "stated": (None, None), "old": (None, None)}
     row = next(r for r in t.runs if r.id == "r146")
-    assert "recompute_modules = [mlp] (Megatron-Bridge 0.6.2's performance recipe for the " \
+    assert "recompute_modules = [mlp] (Megatron-Bridge 0.6.0's performance recipe for the " \
         "model and GPU)" in stack_of(row, True, 1, 4, 64).assumed
+
+
+def test_deepseek_v3_on_b200_recomputes_as_the_recipes_of_its_release_read():
+    """Megatron-Bridge 0.6.0 (NeMo 26.08's by the wheels' dates, and the earliest recipes for the
+    releases before: releases.PERF_RECIPES_060_THROUGH) runs DeepSeek-V3 on 256 B200s in BF16
+    and FP8 current scaling at PP 16, EP 8 with `mla_up_proj` recomputed, in MXFP8 at PP 8, VP 2,
+    EP 32 with `mla_up_proj` and `mlp`; 0.6.2 runs BF16, FP8 and MXFP8 at PP 8, EP 8 with
+    `mla_up_proj` alone (perf_recipes/deepseek/b200/deepseek_v3.py). NeMo 25.09's FP8 token-drop
+    row (r156, PP 16, EP 8) takes 0.6.0's `mla_up_proj`; the same row after NeMo 26.08 is read
+    with 0.6.2's, which has no recipe at its layout; an MXFP8 row at PP 8, EP 32 takes 0.6.0's
+    `mla_up_proj` and `mlp`, at PP 8, EP 8 0.6.2's `mla_up_proj` only after 26.08; the MXFP8
+    large-scale proxy's layout (PP 16, EP 8: r064) is alike in both."""
+    from astral_dsl.runs.stacks import stack_of
+
+    later = "NeMo 26.10 container (Megatron-Bridge)"
+    rows = [_row("r156"), _row("r156", id="later", source_version=later),
+            _row("r064"), _row("r064", id="r064later", source_version=later),
+            _row("r064", id="ep32", pp="8", vp="2", ep="32"),
+            _row("r064", id="ep32later", pp="8", vp="2", ep="32", source_version=later),
+            _row("r064", id="pp8", pp="8", vp="2", ep="8"),
+            _row("r064", id="pp8later", pp="8", vp="2", ep="8", source_version=later)]
+    t = parse_table(_csv(rows), "t.csv")
+    fields = {r.id: dict(stack_of(r, True, 1, r.count("pp"), 16).fields) for r in t.runs}
+    got = {i: f.get("recompute_modules") for i, f in fields.items()}
+    assert got == {"r156": ("mla_up_proj",), "later": None,
+                   "r064": ("mla_up_proj",), "r064later": ("mla_up_proj",),
+                   "ep32": ("mla_up_proj", "mlp"), "ep32later": None,
+                   "pp8": None, "pp8later": ("mla_up_proj",)}
+    said = {r.id: [a for a in stack_of(r, True, 1, r.count("pp"), 16).assumed
+                   if a.startswith("recompute_modules")] for r in t.runs}
+    assert said["r156"] == ["recompute_modules = [mla_up_proj] (Megatron-Bridge 0.6.0's "
+                            "performance recipe for the model and GPU)"]
+    assert said["pp8later"] == ["recompute_modules = [mla_up_proj] (Megatron-Bridge 0.6.2's "
+                                "performance recipe for the model and GPU)"]
 
 
 def test_nemo2_gb200_rows_beyond_a_rack_run_on_their_slurm_segment():

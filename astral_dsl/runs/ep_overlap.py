@@ -13,7 +13,12 @@ no such setting, nor have NeMo 25.04's and 25.07's performance scripts (nemo_too
 2.4.0, scripts/performance/llm/) or their Megatron-Core (0.12.0 and 0.13.0 have no such option:
 it came later). The container of each Megatron-Bridge release is
 inferred from the release dates in its README (0.4.0 on 2026-04-16, 0.5.0 on 2026-06-22 as "the
-NeMo 26.06 training stack"): 0.6.2 is taken to be NeMo 26.08's. The rows from NeMo 26.06 on are
+NeMo 26.06 training stack"): 0.6.2 was taken to be NeMo 26.08's until stop 64, which found 0.6.0
+(built 2026-08-20; 0.6.2 2026-09-18) to be (releases.PERF_RECIPES_060_THROUGH); 0.6.0 sets what
+0.6.2 sets for every configuration listed below, and also turns the overlap on (with DeepEP) for
+DeepSeek-V3 on B200 in MXFP8 and NVFP4 at PP 8, VP 2, EP 32 (deepseek/b200/deepseek_v3.py
+lines 141-155 and 187-190), a layout no row runs, so the files and lines of 0.6.2 cited below
+stand for both. The rows from NeMo 26.06 on are
 read with what 0.6.2's performance recipe for their model, GPU and precision sets, an
 ASSUMPTION for 26.06's own rows (each says so in its `assumed` list): where 0.6.2 turns the
 overlap on in MXFP8 it does so in the one function that also turns on the full-iteration CUDA
@@ -70,7 +75,8 @@ SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
 # the first release read with Megatron-Bridge 0.6.2's performance recipe (NeMo 26.08's own, taken
 # to hold from 26.06 with the full-iteration CUDA graphs it turns on together: module docstring)
 OWN_FROM = MOE_GRAPHS_FROM
-# the release taken to ship Megatron-Bridge 0.6.2 (module docstring), whose recipe is read
+# the release taken to ship the performance recipes read (0.6.0, alike 0.6.2 here: module
+# docstring)
 OWN_RECIPE = (26, 8)
 # the first Megatron-Bridge container (releases.FLEX_FROM): NeMo 2.x's before it ran Megatron-Core
 # 0.12 (25.04) and 0.13 (25.07), which have no overlap_moe_expert_parallel_comm (module docstring)

@@ -174,7 +174,7 @@ def before_flex_on_blackwell(gpu: str, release: Optional[Tuple[int, int]]) -> Op
 
 def recipe_hybridep(label: str, gpu: str, dtype: str, layout: Tuple[int, int, int]) -> bool:
     """Whether a Megatron-Bridge MoE row of model `label` (precision.squeezed) on `gpu` (its
-    performance recipes' directory: stacks.gpu_key) in `dtype` at `layout` (tp, pp, ep) runs
-    HybridEP by its performance recipe (HYBRID_EP_RECIPES)."""
+    performance recipes' directory: recompute_recipe.gpu_key) in `dtype` at `layout` (tp, pp,
+    ep) runs HybridEP by its performance recipe (HYBRID_EP_RECIPES)."""
     return any(label.startswith(model) and gpu == where and dtype in dtypes and layout == shape
                for model, where, dtypes, shape in HYBRID_EP_RECIPES)

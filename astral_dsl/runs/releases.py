@@ -146,3 +146,13 @@ MXFP8_SWIZZLE_BEFORE = (26, 2)
 # (attn_eff), +3, +5 and +3 % on FlashAttention-2's published H100 rate (docs/seer.md, stop 54);
 # 24.07's rows of 2K-4K tokens fit on the fused ones.
 FA2_BEFORE = (24, 7)
+# The last release whose rows are read with Megatron-Bridge 0.6.0's performance recipes
+# (perf_recipes/, runs/recompute_recipe.py), later ones with 0.6.2's. The container of each
+# Megatron-Bridge release is read off the wheels' build dates, one minor release a container:
+# 0.3.0 2026-02-26 (NeMo 26.02), 0.4.0 04-16 (26.04), 0.5.0 06-22 (26.06: the README's news of
+# 06/16/2026 expects "the NeMo 26.06 release soon"), 0.5.1 07-21, 0.6.0 08-20 (26.08; 0.6.1,
+# built 08-19 and yanked as "wrong version", is 0.6.0's code under another number), 0.6.2
+# 09-18, after it. An ASSUMPTION: no wheel or README names the container of a release.
+# 0.2.0rc6 to 0.5.1 ship no performance recipes, so the rows before 26.08 are read with the
+# earliest there are, 0.6.0's.
+PERF_RECIPES_060_THROUGH = (26, 8)

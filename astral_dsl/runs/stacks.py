@@ -18,6 +18,7 @@ from astral_dsl.runs.ep_overlap import recipe_ep_overlap
 from astral_dsl.runs.loss_recipe import recipe_cross_entropy
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
+from astral_dsl.runs.recompute_recipe import gpu_key, recipe_recompute
 from astral_dsl.runs.moe_recipe import (before_flex_on_blackwell, recipe_alltoall,
                                         recipe_hybridep, recipe_token_drop, recipe_fusions,
                                         sequential_experts, yarn_rope_fused)
@@ -50,34 +51,6 @@ HYBRID_EP_MODELS = ("deepseekv3",)
 # moonlight/moonlight_16b.py, olmoe/olmoe_7b.py (`use_precision_aware_optimizer = True`,
 # `exp_avg_dtype = torch.bfloat16`); every other recipe keeps them in fp32. Row labels, as _n.
 BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
-
-
-# What Megatron-Bridge 0.6.2's performance recipes (perf_recipes/<model>/<gpu>/*.py) recompute,
-# per model (row label, as _n), GPU, precision families (precision_of) and the recipe's layout
-# (tp, pp, ep, micro-batch): a row of that layout that states no recomputation is taken to have
-# run with it (`recompute = modules` with these `recompute_modules`). Left to Seer's rule: other
-# layouts (the recipes of earlier releases, whose recomputation is not known), what the recipes
-# do not recompute (the rule finds the same when it fits), and what Seer does not express:
-# Megatron-Core's `moe` module, a whole MoE layer. DeepSeek-V3's `mlp` (deepseek/h100/
-# deepseek_v3.py; deepseek/gb200/deepseek_v3.py `deepseek_v3_pretrain_256gpu_gb200_fp8cs_config`
-# and `_nvfp4_config`, 0.6.0 and 0.6.2 alike) recomputes the MLPs of its three dense layers
-# alone (Megatron-Core 0.16.1 transformer_layer.py: `recompute_mlp` where `not is_moe_layer`); on
-# GB200 in FP8 current scaling it is NeMo 25.09's row (r146), whose own release's recipe no wheel
-# ships (Megatron-Bridge 0.2.0rc6 to 0.5.1 have no performance recipes, nemo_toolkit 2.5.3's
-# scripts/performance ship without their recommended_model_configs), read with 0.6.2's as every
-# row of a recipe's layout from 25.09 on. Until stop 64 it was not taken, for a memory estimate
-# (206 of 186 GB with `mlp` alone) that Seer no longer makes: 170.6 GB without recomputation.
-LAYERNORM_MOE_ACT, MLA_UP = ("layernorm", "moe_act"), ("mla_up_proj",)
-RECIPE_RECOMPUTE = (
-    ("deepseekv3", "gb200", ("bf16", "mxfp8"), (1, 4, 64, 1), MLA_UP),
-    ("deepseekv3", "gb200", ("fp8", "nvfp4"), (1, 4, 64, 1), ("mlp",)),
-    ("deepseekv3", "h100", ("bf16", "fp8"), (2, 8, 64, 1), ("mla_up_proj", "mlp")),
-    ("deepseekv3", "b200", ("bf16", "fp8", "mxfp8"), (1, 8, 8, 1), MLA_UP),
-    ("deepseekv3", "b200", ("mxfp8",), (1, 16, 8, 1), MLA_UP),
-    ("gptoss120b", "gb200", ("bf16",), (1, 1, 64, 4), LAYERNORM_MOE_ACT),
-    ("gptoss120b", "b200", ("bf16", "mxfp8"), (1, 1, 8, 4), LAYERNORM_MOE_ACT),
-    ("gptoss120b", "h100", ("bf16", "fp8"), (1, 4, 8, 1), LAYERNORM_MOE_ACT),
-)
 
 
 # The GB200 MoE performance recipes of Megatron-Bridge 0.6.2 whose HybridEP topology puts the
@@ -128,30 +101,6 @@ def segment_hosts(row, release) -> Optional[int]:
             trays <= GB200_RACK_TRAYS:
         return None
     return max(d for d in range(1, GB200_RACK_TRAYS + 1) if trays % d == 0)
-
-
-def gpu_key(gpu: str) -> str:
-    """gb200 | b200 | h100 | "": the GPU directory of the performance recipes."""
-    g = _n(gpu)
-    return "gb200" if "gb200" in g else "b200" if "b200" in g else "h100" if "h100" in g else ""
-
-
-def recipe_recompute(row, release) -> Optional[Tuple[str, ...]]:
-    """The `recompute_modules` of a Megatron-Bridge row (NeMo 25.09 on) that states no
-    recomputation and runs a layout of RECIPE_RECOMPUTE; None otherwise."""
-    if row.recompute.strip() or release is None or release < FLEX_FROM:
-        return None
-    gpu = gpu_key(row.gpu)
-    prec = precision_of(row.precision, row.gpu, release)[0]
-    if row.count("mbs") is None:          # the micro-batch is part of the recipe's layout
-        return None
-    layout = (row.count("tp", 1), row.count("pp", 1), row.count("ep", 1), row.count("mbs"))
-    label = _n(row.model)
-    for model, where, families, shape, modules in RECIPE_RECOMPUTE:
-        if label.startswith(model) and where == gpu and prec is not None and \
-                prec[0] in families and shape == layout:
-            return modules
-    return None
 
 
 def framework_of(row) -> str:
@@ -332,13 +281,14 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     fields["optimizer_dtype"] = "bf16"
                     assumed.append("Adam's moments and main gradients in bf16 (the model's "
                                    "Megatron-Bridge recipe: precision-aware optimizer)")
-                modules = recipe_recompute(row, release)
-                if modules:
+                read = recipe_recompute(row, release)
+                if read:
+                    modules, version = read
                     fields["recompute"] = "modules"
                     fields["recompute_modules"] = modules
                     assumed.append(f"recompute_modules = [{', '.join(modules)}] "
-                                   f"(Megatron-Bridge 0.6.2's performance recipe for the model "
-                                   f"and GPU)")
+                                   f"(Megatron-Bridge {version}'s performance recipe for the "
+                                   f"model and GPU)")
                 if release is not None and release >= MOE_GRAPHS_FROM and not hybrid:
                     fields["cuda_graphs"] = True
                     assumed.append("the step replayed from CUDA graphs with sync-free token "
