@@ -30,7 +30,8 @@ each says whether it comes from a data sheet, a published measurement or is an a
   at attn_eff x keys / (keys + attn_seq_half) of the 16-bit peak (both fitted, with a prior from
   the FlashAttention-3 measurements), keys the positions each query attends to (the sequence, or
   a sliding window); the backward at FA_BWD_RATIO of the forward's efficiency; a head narrower
-  than 128 loses k(head) / k(128). Causal masking skips half the score blocks.
+  than 128 loses k(head) / k(128). Causal masking skips half the score blocks. MXFP8 attention
+  (`attention_precision = fp8`) at the fp8 peak and FP8_ATTENTION_RATIO of that efficiency.
 - Mamba-2's scan: its Triton kernels one after another, each the longer of its bytes' HBM time
   and its matrix products at the 16-bit GEMM efficiency (`kernels`), plus KERNEL_S.
 - Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
@@ -60,6 +61,13 @@ HBM_EFF = 0.85         # published: streaming fraction of the HBM data-sheet ban
 # published: FlashAttention-2's best A100 rates (Dao 2023, arXiv 2307.08691, section 4.1): up to
 # 73 % of peak forward, 63 % backward; the backward's efficiency relative to the forward's
 FA_BWD_RATIO = 0.63 / 0.73
+# published, FlashAttention-3 on an H100 (Shah et al. 2024, arXiv 2407.08608, abstract): "with
+# FP16 reaching up to 740 TFLOPs/s (75% utilization), and with FP8 reaching close to 1.2
+# PFLOPs/s", 61 % of the 1,979 TFLOP/s FP8 dense peak: fp8 attention's efficiency over the 16-bit
+# one's. ASSUMED to hold for cuDNN's MXFP8 attention on Blackwell (`attention_precision = fp8`),
+# which publishes no figure of its own, and for the backward as for the forward (FlashAttention-3
+# has no FP8 backward)
+FP8_ATTENTION_RATIO = (1200 / 1979) / (740 / 989)
 FA_HEAD = 128.0        # the head width of the attention measurements attn_eff is fitted with
 # ASSUMED output tile of a large GEMM (M x N elements), by generation: CUTLASS/cuBLAS's common
 # 128 x 128 on Ampere, 128 x 256 on Hopper and Blackwell (warp-group MMA); the size of a GEMM is
@@ -366,16 +374,19 @@ class Costs:
         return t, flops, nbytes
 
     def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float,
-              keys: float) -> float:
-        """Fused attention of `flops` FLOPs whose queries each see `keys` positions."""
+              keys: float, fp8: bool = False) -> float:
+        """Fused attention of `flops` FLOPs whose queries each see `keys` positions; `fp8`:
+        MXFP8 attention, at the job's fp8 peak and FP8_ATTENTION_RATIO of the efficiency."""
         t = None if self.table is None else self._measured(op, f"flops{int(flops)}")
         if t is not None:
             return t
         cal = self.cal
         eff = (self.attn_eff * (head_dim / (head_dim + K_HALF)) / self.head_ref
                * keys / (keys + cal.attn_seq_half) * (FA_BWD_RATIO if backward else 1.0))
-        return max(flops / (self.base_peak * self.clock * min(eff, 1.0)),
-                   nbytes / self.bw) + KERNEL_S
+        peak = self.base_peak
+        if fp8:
+            peak, eff = self.peak, eff * FP8_ATTENTION_RATIO
+        return max(flops / (peak * self.clock * min(eff, 1.0)), nbytes / self.bw) + KERNEL_S
 
     def kernels(self, op: str, flops: float, parts) -> float:
         """A sequence of kernels of one operator (Mamba-2's Triton scan: lower_mamba.py), each
