@@ -31,7 +31,8 @@ each says whether it comes from a data sheet, a published measurement or is an a
   the FlashAttention-3 measurements), keys the positions each query attends to (the sequence, or
   a sliding window); the backward at FA_BWD_RATIO of the forward's efficiency; a head narrower
   than 128 loses k(head) / k(128). Causal masking skips half the score blocks. MXFP8 attention
-  (`attention_precision = fp8`) at the fp8 peak and FP8_ATTENTION_RATIO of that efficiency.
+  (`attention_precision = fp8`) at the fp8 peak and attn_fp8_ratio of that efficiency (fitted,
+  its prior range between no gain and FlashAttention-3's FP8 forward: calibration/__init__.py).
 - Mamba-2's scan: its Triton kernels one after another, each the longer of its bytes' HBM time
   and its matrix products at the 16-bit GEMM efficiency (`kernels`), plus KERNEL_S.
 - Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
@@ -61,13 +62,6 @@ HBM_EFF = 0.85         # published: streaming fraction of the HBM data-sheet ban
 # published: FlashAttention-2's best A100 rates (Dao 2023, arXiv 2307.08691, section 4.1): up to
 # 73 % of peak forward, 63 % backward; the backward's efficiency relative to the forward's
 FA_BWD_RATIO = 0.63 / 0.73
-# published, FlashAttention-3 on an H100 (Shah et al. 2024, arXiv 2407.08608, abstract): "with
-# FP16 reaching up to 740 TFLOPs/s (75% utilization), and with FP8 reaching close to 1.2
-# PFLOPs/s", 61 % of the 1,979 TFLOP/s FP8 dense peak: fp8 attention's efficiency over the 16-bit
-# one's. ASSUMED to hold for cuDNN's MXFP8 attention on Blackwell (`attention_precision = fp8`),
-# which publishes no figure of its own, and for the backward as for the forward (FlashAttention-3
-# has no FP8 backward)
-FP8_ATTENTION_RATIO = (1200 / 1979) / (740 / 989)
 FA_HEAD = 128.0        # the head width of the attention measurements attn_eff is fitted with
 # ASSUMED output tile of a large GEMM (M x N elements), by generation: CUTLASS/cuBLAS's common
 # 128 x 128 on Ampere, 128 x 256 on Hopper and Blackwell (warp-group MMA); the size of a GEMM is
@@ -376,7 +370,7 @@ class Costs:
     def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float,
               keys: float, fp8: bool = False) -> float:
         """Fused attention of `flops` FLOPs whose queries each see `keys` positions; `fp8`:
-        MXFP8 attention, at the job's fp8 peak and FP8_ATTENTION_RATIO of the efficiency."""
+        MXFP8 attention, at the job's fp8 peak and attn_fp8_ratio of the efficiency."""
         t = None if self.table is None else self._measured(op, f"flops{int(flops)}")
         if t is not None:
             return t
@@ -385,7 +379,7 @@ class Costs:
                * keys / (keys + cal.attn_seq_half) * (FA_BWD_RATIO if backward else 1.0))
         peak = self.base_peak
         if fp8:
-            peak, eff = self.peak, eff * FP8_ATTENTION_RATIO
+            peak, eff = self.peak, eff * cal.attn_fp8_ratio
         return max(flops / (peak * self.clock * min(eff, 1.0)), nbytes / self.bw) + KERNEL_S
 
     def kernels(self, op: str, flops: float, parts) -> float:
