@@ -1,7 +1,8 @@
 """The expert all-to-all overlap (`ep_overlap`, Megatron-Core's overlap_moe_expert_parallel_comm):
 which passes its combined 1F1B schedule pairs (spec.ep_overlap_share), the hidden share off the
 side op (lower_comm.py), W751 where Megatron-Core cannot run it, and which NVIDIA rows
-ran it (runs/ep_overlap.py: Megatron-Bridge 0.6.2's performance recipes). Numbers by hand."""
+ran it (runs/ep_overlap.py: Megatron-Bridge 0.6.0's and 0.6.2's performance recipes). Numbers by
+hand."""
 from __future__ import annotations
 
 import pytest
@@ -103,12 +104,12 @@ job j {
 
 
 def test_the_rows_read_their_recipes_overlap():
-    """Megatron-Bridge 0.6.2: on for DeepSeek-V3 on GB200 in MXFP8 (deepseek/common.py:75),
-    off in BF16 (gb200/deepseek_v3.py:29); on for GPT-OSS 120B on GB200, off on B200; on for
-    Qwen3 235B on H100 (h100/qwen3_moe.py:147). Rows of releases before 0.6.2's (NeMo 26.08)
-    are read without it: their own performance recipes are not available and the library
-    recipes of their time leave it off (r048: NeMo 26.04.01's Qwen3 235B on H100, which
-    0.6.2's recipe would overlap); off where Megatron-Core cannot run it (pp > 1 and no virtual
+    """Megatron-Bridge 0.6.2 (0.6.0 alike): on for DeepSeek-V3 on GB200 in MXFP8
+    (deepseek/common.py:75), off in BF16 (gb200/deepseek_v3.py:29); on for GPT-OSS 120B on
+    GB200, off on B200; on for Qwen3 235B on H100 (h100/qwen3_moe.py:147). Rows of releases
+    before NeMo 26.06 are read without it: their own performance recipes are not available and
+    the library recipes of their time leave it off (r048: NeMo 26.04.01's Qwen3 235B on H100,
+    which 0.6.0's recipe would overlap); off where Megatron-Core cannot run it (pp > 1 and no virtual
     stages)."""
     from astral_dsl.runs.stacks import stack_of
 
@@ -120,8 +121,13 @@ def test_the_rows_read_their_recipes_overlap():
     assert got == {"r001": True, "r121": False, "r003": True, "r109": False, "r048": False,
                    "r047": False, "old": False}
     assert recipe_ep_overlap("qwen3235ba22b", "h100", "fp8", (26, 4), 8, 4)[1].endswith(
-        "leave it off; Megatron-Bridge 0.6.2's performance recipe (perf_recipes/) for the "
+        "leave it off; Megatron-Bridge 0.6.0's performance recipe (perf_recipes/) for the "
         "model, GPU and precision sets it")
+    # each row names the recipe release it is read with: 0.6.0's through NeMo 26.08, 0.6.2's
+    # after (recompute_recipe.recipes_of)
+    for release, version in (((26, 6), "0.6.0"), ((26, 8), "0.6.0"), ((26, 10), "0.6.2")):
+        on, said = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", release, 4, 4)
+        assert on and f"Megatron-Bridge {version}'s performance recipe" in said
     # NeMo 25.04 and 25.07 ran Megatron-Core 0.12 and 0.13, which have no such option
     assert recipe_ep_overlap("mixtral8x7b", "gb200", "fp8", (25, 4), 1, 1) == (
         False, "no expert all-to-all overlap: NeMo 2.x's Megatron-Core (0.12, 0.13) has no such "
@@ -133,7 +139,7 @@ def test_the_rows_read_their_recipes_overlap():
 
 
 def test_nemo_26_06_rows_read_the_recipe_with_their_graphs():
-    """NeMo 26.06 (Megatron-Bridge 0.5.0) is read with 0.6.2's performance recipe: the overlap
+    """NeMo 26.06 (Megatron-Bridge 0.5.0) is read with 0.6.0's performance recipe: the overlap
     comes in the one function that turns on the full-iteration CUDA graphs Seer reads from 26.06
     (releases.MOE_GRAPHS_FROM), and 26.06's rows ran as fast as 26.08's at one layout. r021
     (26.06) and r010 (26.06.01), DeepSeek-V3 on GB200 in MXFP8 at r001's layout, overlap as r001

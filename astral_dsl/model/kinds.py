@@ -347,6 +347,12 @@ _register(make_kind("job", "an LLM training job", dict(
                            "ones (Megatron-Core's --cross-entropy-fusion-impl te) or "
                            "Megatron-Core's fused fp32 ones (native); not stated: Seer's "
                            "generic count"),
+    attention_precision=enum("bf16", "fp8",
+                             doc="the precision of fused attention: bf16, or fp8 as Transformer "
+                                 "Engine's MXFP8 attention under an MXFP8 job (Megatron-Core's "
+                                 "--fp8-dot-product-attention: cuDNN's MXFP8 SDPA on Blackwell, "
+                                 "the queries, keys, values and output gradient quantised); "
+                                 "default bf16"),
     moe_routing=enum("topk", "round_robin",
                      doc="which experts an MoE layer's tokens go to: the router's top-k (at "
                          "random, balanced; within the model's expert groups), or k "

@@ -2,10 +2,10 @@
 (`overlap_moe_expert_parallel_comm`: `ep_overlap`), read off the performance recipes.
 
 Megatron-Core's default is off (0.16.1 model_parallel_config.py: `overlap_moe_expert_parallel_comm
-= False`), and Megatron-Bridge turns it off unless a recipe asks for it (0.6.2
+= False`), and Megatron-Bridge turns it off unless a recipe asks for it (0.6.0 and 0.6.2
 training/comm_overlap.py, `_get_model_comm_overlap_cfgs`: "Optimizations disabled by default").
-Of the Megatron-Bridge releases unpacked (0.2.0rc6, 0.3.1, 0.4.0, 0.5.0, 0.6.2), only 0.6.2 ships
-its performance recipes (src/megatron/bridge/perf_recipes/<model>/<gpu>/); the earlier ones
+Of the Megatron-Bridge releases unpacked (0.2.0rc6, 0.3.1, 0.4.0, 0.5.0, 0.6.0, 0.6.2), only 0.6.0
+and 0.6.2 ship their performance recipes (src/megatron/bridge/perf_recipes/<model>/<gpu>/); the earlier ones
 ship the library recipes alone (recipes/<model>/), which leave it off for every model here
 (recipes/deepseek/deepseek_v3.py sets it False at line 170 of 0.3.1 and 0.4.0, 214 of 0.5.0;
 qwen/qwen3_moe.py and gpt_oss/gpt_oss.py never set it). NeMo 2.0's wheel (nemo_toolkit 2.0.0) has
@@ -19,9 +19,10 @@ NeMo 26.06 training stack"): 0.6.2 was taken to be NeMo 26.08's until stop 64, w
 DeepSeek-V3 on B200 in MXFP8 and NVFP4 at PP 8, VP 2, EP 32 (deepseek/b200/deepseek_v3.py
 lines 141-155 and 187-190), a layout no row runs, so the files and lines of 0.6.2 cited below
 stand for both. The rows from NeMo 26.06 on are
-read with what 0.6.2's performance recipe for their model, GPU and precision sets, an
-ASSUMPTION for 26.06's own rows (each says so in its `assumed` list): where 0.6.2 turns the
-overlap on in MXFP8 it does so in the one function that also turns on the full-iteration CUDA
+read with what the performance recipe of their release (recompute_recipe.recipes_of: 0.6.0's
+through NeMo 26.08, 0.6.2's after) sets for their model, GPU and precision, an ASSUMPTION for
+26.06's own rows, whose Megatron-Bridge 0.5.x ships none (each says so in its `assumed` list):
+where 0.6.0 and 0.6.2 turn the overlap on in MXFP8 it does so in the one function that also turns on the full-iteration CUDA
 graphs (deepseek/common.py _enable_deepseek_full_iteration_mxfp8, qwen/common.py
 _enable_hybridep_full_iteration_mxfp8, gpt_oss/common.py
 _apply_gpt_oss_120b_full_iter_fp8mx_configs), and Seer reads those graphs from NeMo 26.06 on
@@ -32,7 +33,7 @@ DeepSeek-V3 4,969 and 4,912 tokens/s a GPU, GPT-OSS 120B 28,947 and 28,672, Qwen
 own performance recipes are not available and the library recipes of their time leave it off;
 NeMo 2.x's before 25.09 have no such option.
 
-Megatron-Bridge 0.6.2 perf_recipes (file:line of the setting, all with delay_wgrad_compute):
+Megatron-Bridge 0.6.2 perf_recipes, 0.6.0's alike (file:line of the setting, all with delay_wgrad_compute):
 - DeepSeek-V3, GB200, MXFP8: deepseek/gb200/deepseek_v3.py:157 calls
   deepseek/common.py:_enable_deepseek_full_iteration_mxfp8 (lines 75-76: on, full-iteration
   CUDA graphs, HybridEP); BF16 (lines 29-77) and FP8-CS (80-128) keep the base recipe's off
@@ -58,10 +59,11 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
+from astral_dsl.runs.recompute_recipe import V060, recipes_of
 from astral_dsl.runs.releases import MOE_GRAPHS_FROM
 
-# (model label prefix as stacks._n, GPU, precision families) of the Megatron-Bridge 0.6.2
-# performance recipes that turn the overlap on (module docstring, file:line there)
+# (model label prefix as stacks._n, GPU, precision families) of the Megatron-Bridge 0.6.0 and
+# 0.6.2 performance recipes that turn the overlap on (module docstring, file:line there)
 EP_OVERLAP_ON = (
     ("deepseekv3", "gb200", ("mxfp8",)),         # deepseek/common.py:75-76
     ("gptoss120b", "gb200", ("bf16", "mxfp8")),  # gpt_oss/gb200/gpt_oss.py:200; common.py:78
@@ -71,9 +73,8 @@ EP_OVERLAP_ON = (
     ("qwen3235ba22b", "b200", ("mxfp8",)),       # qwen/common.py:58-62 via b200:461
     ("qwen3235ba22b", "h100", ("bf16", "fp8")),  # qwen/h100/qwen3_moe.py:147, 199
 )
-SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
-# the first release read with Megatron-Bridge 0.6.2's performance recipe (NeMo 26.08's own, taken
-# to hold from 26.06 with the full-iteration CUDA graphs it turns on together: module docstring)
+# the first release read with the performance recipes (0.6.0's, NeMo 26.08's own, taken to hold
+# from 26.06 with the full-iteration CUDA graphs it turns on together: module docstring)
 OWN_FROM = MOE_GRAPHS_FROM
 # the release taken to ship the performance recipes read (0.6.0, alike 0.6.2 here: module
 # docstring)
@@ -90,9 +91,11 @@ def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
     (runs/precision.precision_of), `release` (year, month) or None, `pp` and `vp` its layout. A row of
     a release before NeMo 26.06 is read without the overlap: its own performance recipe is not
     available, and what is (Megatron-Bridge's library recipes of 0.2.0rc6 to 0.4.0, NeMo 2.0)
-    leaves it off; the row says whether 0.6.2's recipe would set it. A row of 26.06 is read with
-    0.6.2's (module docstring) and says so."""
-    what = f"{SOURCE} for the model, GPU and precision"
+    leaves it off; the row says whether the earliest performance recipe, 0.6.0's, would set it.
+    A row of 26.06 is read with 0.6.0's (module docstring) and says so."""
+    version = V060[0] if release is None else recipes_of(release)
+    what = (f"Megatron-Bridge {version}'s performance recipe (perf_recipes/) for the model, GPU "
+            f"and precision")
     on = any(label.startswith(model) and gpu == where and family in families
              for model, where, families in EP_OVERLAP_ON)
     if release is not None and release < NEMO2_BEFORE:

@@ -229,6 +229,8 @@ def uses(name: str, spec, gpu) -> bool:
         return fused or m.hybrid
     if name == "attn_eff_sdpa":
         return rate == name
+    if name == "attn_fp8_ratio":          # MXFP8 attention (JobSpec.fp8_attention: fused only)
+        return spec.fp8_attention
     if name == "host_layer_s":
         return not spec.cuda_graphs
     if name == "moe_layer_s":

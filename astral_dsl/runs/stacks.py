@@ -14,6 +14,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
+from astral_dsl.runs.attention_recipe import recipe_attention_precision
 from astral_dsl.runs.ep_overlap import recipe_ep_overlap
 from astral_dsl.runs.loss_recipe import recipe_cross_entropy
 from astral_dsl.runs.precision import precision_of
@@ -223,6 +224,11 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                                                  release, pp, row.count("vp", 1) or 1)
                 fields["ep_overlap"] = overlap
                 assumed.append(how)
+                attn, how = recipe_attention_precision(_n(row.model), gpu_key(row.gpu), dtype,
+                                                       row.count("gpus", 0), release)
+                if how:
+                    fields["attention_precision"] = attn
+                    assumed.append(how)
                 fields["router_fusion"], how = recipe_router_fusion(
                     _n(row.model), gpu_key(row.gpu), dtype, release)
                 assumed.append(how)

@@ -30,7 +30,9 @@ each says whether it comes from a data sheet, a published measurement or is an a
   at attn_eff x keys / (keys + attn_seq_half) of the 16-bit peak (both fitted, with a prior from
   the FlashAttention-3 measurements), keys the positions each query attends to (the sequence, or
   a sliding window); the backward at FA_BWD_RATIO of the forward's efficiency; a head narrower
-  than 128 loses k(head) / k(128). Causal masking skips half the score blocks.
+  than 128 loses k(head) / k(128). Causal masking skips half the score blocks. MXFP8 attention
+  (`attention_precision = fp8`) at the fp8 peak and attn_fp8_ratio of that efficiency (fitted,
+  its prior range between no gain and FlashAttention-3's FP8 forward: calibration/__init__.py).
 - Mamba-2's scan: its Triton kernels one after another, each the longer of its bytes' HBM time
   and its matrix products at the 16-bit GEMM efficiency (`kernels`), plus KERNEL_S.
 - Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
@@ -366,16 +368,19 @@ class Costs:
         return t, flops, nbytes
 
     def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float,
-              keys: float) -> float:
-        """Fused attention of `flops` FLOPs whose queries each see `keys` positions."""
+              keys: float, fp8: bool = False) -> float:
+        """Fused attention of `flops` FLOPs whose queries each see `keys` positions; `fp8`:
+        MXFP8 attention, at the job's fp8 peak and attn_fp8_ratio of the efficiency."""
         t = None if self.table is None else self._measured(op, f"flops{int(flops)}")
         if t is not None:
             return t
         cal = self.cal
         eff = (self.attn_eff * (head_dim / (head_dim + K_HALF)) / self.head_ref
                * keys / (keys + cal.attn_seq_half) * (FA_BWD_RATIO if backward else 1.0))
-        return max(flops / (self.base_peak * self.clock * min(eff, 1.0)),
-                   nbytes / self.bw) + KERNEL_S
+        peak = self.base_peak
+        if fp8:
+            peak, eff = self.peak, eff * cal.attn_fp8_ratio
+        return max(flops / (peak * self.clock * min(eff, 1.0)), nbytes / self.bw) + KERNEL_S
 
     def kernels(self, op: str, flops: float, parts) -> float:
         """A sequence of kernels of one operator (Mamba-2's Triton scan: lower_mamba.py), each

@@ -34,6 +34,8 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
   which NVIDIA rows ran an earlier one).
 - `cross_entropy`: not stated, Seer's generic count of the head's cross-entropy
   (lower_dense.CROSS_ENTROPY); runs/loss_recipe.py says which NVIDIA rows ran which kernels.
+- `attention_precision = bf16`: Megatron-Core's `fp8_dot_product_attention = False`
+  (runs/attention_recipe.py says which NVIDIA rows ran MXFP8 attention).
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
@@ -63,6 +65,7 @@ OPTIONS: Dict[str, str] = {
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
     "torch_compile": "", "fp8_params": "", "capacity_factor": "", "pad_to_capacity": "",
     "moe_routing": "", "grouped_gemm": "", "router_fusion": "", "cross_entropy": "",
+    "attention_precision": "",
     "permute_fusion": "", "rope_fusion": "", "scale_swizzle": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
@@ -280,4 +283,5 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         rope_fusion=f.get("rope_fusion") is not False,
         yarn_rope_fusion=f.get("rope_fusion") is True,
         scale_swizzle=f.get("scale_swizzle") is True,
-        cross_entropy=f.get("cross_entropy"))
+        cross_entropy=f.get("cross_entropy"),
+        attention_precision=f.get("attention_precision") or "bf16")

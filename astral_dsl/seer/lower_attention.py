@@ -4,6 +4,7 @@ attention's down- and up-projections), RoPE, fused or unfused attention (context
 parallelism's ring: lower_ring.py), the output projection and their backward."""
 from __future__ import annotations
 
+from astral_dsl.seer.lower_linear import CAST_BYTES
 from astral_dsl.seer.template import Op
 
 
@@ -18,6 +19,21 @@ from astral_dsl.seer.template import Op
 # the two gradients summed 6): 20 against 4, in 5 kernels (multi-head latent attention takes its
 # own rotary path, with an attention factor of 1 for DeepSeek-V3's mscale = mscale_all_dim)
 MCORE_YARN_ROPE = ((24 / 4, 6), (20 / 4, 5))
+# Transformer Engine's MXFP8 attention (`attention_precision = fp8`: Megatron-Core's
+# fp8_dot_product_attention, passed as the MXFP8BlockScaling recipe's `fp8_dpa`: 0.18.0/0.19.0
+# fp8_utils.py get_fp8_recipe), as TE 2.16-2.20.2 run it (pytorch/attention/dot_product_
+# attention/backends.py FusedAttnFunc, utils.py): the forward quantises the bf16 queries, keys
+# and values, each row-wise and column-wise (MXFP8 blocks along the head and along the
+# sequence, for the backward's products too: `used_in_backward`), one cast kernel each
+# (mxfp8_quantize_fast_path; CAST_BYTES' 2 read, 2 x (1 + 1/32) written), then permutes and
+# swizzles their scales in two batched kernels each way (4 x 2/32 more); the kernel quantises
+# the scores and probabilities itself (S and dP quantizers None) and writes the output in bf16
+# (no O cast: `bwd_requires_o_fp8` False for MXFP8). The backward quantises the output gradient
+# the same way (one cast, four scale kernels) and writes the bf16 gradients of Q, K and V. No
+# amax pass: the block scales come with the cast. (bytes per element, kernels), forward and
+# backward.
+FP8_ATTENTION = ((CAST_BYTES["mxfp8"][1] + 4 * 2 / 32, 3 + 4),
+                 (CAST_BYTES["mxfp8"][1] + 4 * 2 / 32, 1 + 4))
 
 
 
@@ -59,7 +75,7 @@ class AttentionOps:
             f = part * per_key * mean_keys
             flops += f
             t += self.c.flash("flash_bwd" if backward else "flash_fwd", f, part * nb, backward,
-                              m.head_dim, keys)
+                              m.head_dim, keys, fp8=self.job.fp8_attention)
         if self.c.table is not None:          # the operator as the trace shows it, whole
             whole = self.c.measured(name, f"flops{int(flops)}")
             t = t if whole is None else whole
@@ -117,6 +133,18 @@ class AttentionOps:
         self._ew(b, rope.replace("rope", label), (1.5 if backward else 1.0) * nbytes, L,
                  kernels=2)
 
+    def _fp8_attention_cast(self, b, L, pre, backward: bool):
+        """MXFP8 attention's casts (FP8_ATTENTION): the forward's of the rank's queries, keys
+        and values, the backward's of its output gradient."""
+        if not self.job.fp8_attention:
+            return
+        m = self.job.model
+        width = (self.heads * m.v_dim if backward
+                 else self.heads * m.qk_dim + self.kv_heads * (m.qk_dim + m.v_dim))
+        per, kernels = FP8_ATTENTION[1 if backward else 0]
+        self._ew(b, pre + ("attn dO quantize" if backward else "attn qkv quantize"),
+                 per * self.tokens * width, L, kernels=kernels)
+
     def _attention_fwd(self, b, L, pre=""):
         m, elem = self.job.model, self.elem
         s, bsz = self.job.seq, self.job.micro
@@ -131,6 +159,7 @@ class AttentionOps:
             self._gemm(b, pre + "attn context", rows, m.v_dim, s, L, batch=bsz * self.heads,
                        cat="attention")
             return
+        self._fp8_attention_cast(b, L, pre, backward=False)
         if self.cp > 1:
             kv = bsz * rows * self._ring_kv_heads() * (m.qk_dim + m.v_dim) * elem
             self._cp_attention(b, pre + "flash attention", pre + "cp ring", kv, L, False)
@@ -250,6 +279,7 @@ class AttentionOps:
             self._gemm(b, "attn scores dgrad", rows, dq, s, L, batch=nb, cat="attention")
             self._gemm(b, "attn scores wgrad", s, dq, rows, L, batch=nb, cat="attention")
             return
+        self._fp8_attention_cast(b, L, "", backward=True)
         if self.cp > 1:
             kv = 2 * bsz * rows * self._ring_kv_heads() * (m.qk_dim + m.v_dim) * elem
             self._cp_attention(b, "flash attention bwd", "cp ring bwd", kv, L, True)

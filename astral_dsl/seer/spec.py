@@ -107,6 +107,8 @@ class JobSpec:
     yarn_rope_fusion: bool = False            # `rope_fusion` stated true: TE's fused RoPE
     #                                           under YaRN too (Megatron-Core before 0.16)
     cross_entropy: Optional[str] = None       # te | native | None (lower_dense.CROSS_ENTROPY)
+    attention_precision: str = "bf16"         # bf16 | fp8: TE's MXFP8 attention with an MXFP8
+    #                                           dtype under Megatron-Core (fp8_attention)
     scale_swizzle: bool = False               # block scales swizzled before each MXFP8 /
     #                                           NVFP4 GEMM (lower_linear.LinearOps._gemm)
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
@@ -127,6 +129,14 @@ class JobSpec:
     #                                           framework's default, micro x dp (forecast's note)
     dp_stated: bool = True                    # `dp` written in the job; False with no `gpus`:
     #                                           dp 1, tp x pp x cp GPUs (forecast's note)
+
+    @property
+    def fp8_attention(self) -> bool:
+        """Whether fused attention runs as Transformer Engine's MXFP8 attention: `attention_
+        precision = fp8` with `dtype = mxfp8` under Megatron-Core and fused attention, which
+        alone Seer prices it for (W751 otherwise; lower_attention.FP8_ATTENTION)."""
+        return (self.attention_precision == "fp8" and self.dtype == "mxfp8"
+                and self.framework == "megatron" and self.attention == "flash")
 
     @property
     def cross_entropy_kernels(self) -> Optional[str]:

@@ -201,6 +201,15 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                          where("cross_entropy", ""),
                          "leave `cross_entropy` out: Seer prices the cross-entropy of other "
                          "frameworks by its generic count (lower_dense.CROSS_ENTROPY)"))
+    if stated.get("attention_precision") == "fp8" and not spec.fp8_attention:
+        out.append(_warn("W751", f"{name}: attention_precision = fp8 has no effect with dtype = "
+                                 f"{spec.dtype}, framework = {spec.framework} and attention = "
+                                 f"{spec.attention}: Seer prices fp8 attention as Transformer "
+                                 f"Engine's MXFP8 attention, which runs under an MXFP8 recipe's "
+                                 f"fused attention in Megatron-Core",
+                         where("attention_precision", ""),
+                         "`dtype = mxfp8` with fused attention under `framework = megatron`, "
+                         "or leave `attention_precision` out (attention in bf16)"))
     if stated.get("torch_compile") is True and spec.framework != "torchtitan":
         out.append(_warn("W751", f"{name}: torch_compile has no effect with framework = "
                                  f"{spec.framework}: its element-wise kernels are forecast "

@@ -87,6 +87,11 @@ def test_a_constant_no_run_moves_is_not_determined(monkeypatch):
     assert doc["spread"]["interfere"] is None
     assert cal.interfere == pytest.approx(0.5)
     assert tables.value_text(doc, BY_NAME["interfere"]) == "0.5 (not determined)"
+    # nor does any A100 run MXFP8 attention: attn_fp8_ratio stays at its prior's centre, the
+    # mean of no gain (0.5) and FlashAttention-3's FP8 forward (0.81)
+    assert doc["spread"]["attn_fp8_ratio"] is None
+    assert cal.attn_fp8_ratio == pytest.approx(0.655)
+    assert tables.value_text(doc, BY_NAME["attn_fp8_ratio"]) == "0.655 (not determined)"
 
 
 def test_forecast_reads_a_written_fit(tmp_path):

@@ -25,6 +25,7 @@ REGIMES = {
     "k175b_full": "A100: a pipeline",
     "n1_7b": "A100, Narayanan et al. 2021: fp16, no TP",
     "r001": "GB200 MXFP8 MoE: HybridEP, EP overlap, CUDA graphs, cuDNN attention",
+    "r003": "GB200 MXFP8 attention (attention_precision = fp8: NeMo 26.08 GPT-OSS 120B)",
     "r014": "Nemotron-H hybrid Mamba on Blackwell: MoE without CUDA graphs",
     "r020": "H100 FP8 current scaling, Transformer Engine attention (FlashAttention-3)",
     "r040": "B200 BF16 MoE, all-to-all dispatcher",
@@ -73,6 +74,7 @@ def test_the_regimes_cover_what_uses_branches_on(regimes):
     assert any(s.model.hybrid for s, _ in specs) and any(g.capped for _, g in specs)
     assert any(s.parallel.zero >= 3 for s, _ in specs)
     assert any(s.ep_overlap_share > 0 for s, _ in specs)
+    assert any(s.fp8_attention for s, _ in specs)
 
 
 def test_uses_lists_every_constant_that_moves_a_regimes_row(regimes):

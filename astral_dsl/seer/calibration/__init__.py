@@ -126,6 +126,16 @@ CONSTANTS: Tuple[Constant, ...] = (
              (0.30, 0.50),
              "Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608): FlashAttention-2 reaches "
              "about 35 % of an H100's peak", weight=3.0),
+    Constant("attn_fp8_ratio", "ratio of MXFP8 fused attention's efficiency, a fraction of "
+             "the fp8 dense peak, to the 16-bit fused attention's, of the 16-bit peak, forward "
+             "and backward alike (`attention_precision = fp8`: Transformer Engine's MXFP8 "
+             "attention through cuDNN on Blackwell)", "", (0.25, 1.0), (0.50, 0.81),
+             "sourced ends, an assumed range between them: no rate is published for cuDNN's "
+             "MXFP8 attention on Blackwell, forward or backward. 0.5: no gain over 16-bit "
+             "attention (the fp8 dense peak is twice the 16-bit one: stdlib/hardware.astral's "
+             "B200 and GB200 data sheets); 0.81: FlashAttention-3's FP8 forward on an H100, "
+             "1.2 of 1.979 PFLOP/s against its FP16's 740 of 989 TFLOP/s (Shah et al. 2024, "
+             "arXiv 2407.08608, abstract; it has no FP8 backward)"),
     Constant("host_layer_s", "host time an eager framework takes to issue one layer's pass "
              "(its Python, the dispatcher and its kernels' launches): a block without CUDA "
              "graphs takes at least its layers times this, however fast the GPU runs them", "s",
