@@ -106,3 +106,27 @@ def test_a_design_of_another_file_is_refused(ws):
         with pytest.raises(ValueError, match=r"design is a design of `\S*tutorial_rack.astral`"):
             call()
     assert astral_dsl.check(ws, design=astral_dsl.compile(POD).design).valid
+
+
+# an int beyond a float: 10**400 (float() raises OverflowError) and 10**5000 (repr() and str()
+# raise ValueError past 4,300 digits) reached the caller as those exceptions, from inside the
+# library, where a number too large to represent is the language's error
+@pytest.mark.parametrize("big, magnitude", [(10 ** 400, "1e400"), (-10 ** 5000, "-1e5000")],
+                         ids=["10**400", "-10**5000"])
+def test_an_int_beyond_a_float_is_the_error_of_a_number_too_large(ws, big, magnitude):
+    params = astral_dsl.check(ws.with_params(hosts_per_rack=big))
+    (e310,) = [d for d in params.diagnostics if d.is_error]
+    assert e310.code == "E310" and e310.span is not None and e310.span.start.line == 15
+    assert e310.message == (f"--set hosts_per_rack: an int of {big.bit_length()} bits is too "
+                            f"large to represent (beyond about 1.8e308)")
+    with pytest.raises(astral_dsl.ForecastError) as forecast:
+        astral_dsl.forecast(ws, micro=big)
+    assert [(d.code, d.message) for d in forecast.value.diagnostics] == [
+        ("E309", "`batch.micro` is too large to represent")]
+    with pytest.raises(astral_dsl.SweepError) as grid:
+        astral_dsl.sweep(ws, {"hosts_per_rack": [big]}, workers=1)
+    assert str(grid.value).startswith(f"--grid hosts_per_rack={magnitude}: value `{magnitude}` "
+                                      f"is beyond the range of a number")
+    with pytest.raises(astral_dsl.SearchError) as search:
+        astral_dsl.search(POD, overrides={"hosts_per_rack": big})
+    assert [d.code for d in search.value.diagnostics if d.is_error] == ["E310"]

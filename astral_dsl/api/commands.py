@@ -82,7 +82,12 @@ def _literal(value: ParamValue, what: str = "a grid value") -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return format_number(float(value))
+        try:
+            return format_number(float(value))
+        except OverflowError:
+            # an int beyond a float (whose str() refuses past 4,300 digits): its order of
+            # magnitude, which --grid and --set refuse as too large to represent (E802, E310)
+            return ("-" if value < 0 else "") + f"1e{int(math.log10(abs(value)))}"
     if isinstance(value, Quantity):
         return str(value)
     if isinstance(value, str):
