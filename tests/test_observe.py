@@ -782,3 +782,21 @@ def test_the_column_road_reads_each_rows_phase_and_op_as_the_row_road_does(tmp_p
         "communication",
         "phase `warmup` is not known (2 row(s)): counted as `other`, neither compute nor "
         "communication"]
+
+
+def test_a_rank_log_whose_header_names_a_column_twice_is_e782(tmp_path):
+    """The second `rank` column was read (every row rank 7 here), and the log was said to fit
+    no rank order of the job (E792), which sent the user after the job's layout."""
+    p = tmp_path / "run.csv"
+    p.write_text("rank,iteration,phase,start_s,duration_s,rank\n0,1,forward,0,1,7\n"
+                 "1,1,forward,0,1,7\n")
+    obs = observe.load([str(p)])
+    assert obs.ranks == {} and codes(obs) == ["E782"]
+    d = obs.diagnostics[0]
+    assert d.file == str(p) and d.message == (
+        "the rank log's header names `rank` 2 times (columns 1, 6): which is the `rank` is not "
+        "known")
+    assert d.hint == ("keep one column of each name: rank, iteration, phase, start_s, "
+                      "duration_s [, peer, op]")
+    p.write_text("rank,iteration,phase,start_s,duration_s,note,note\n0,1,forward,0,1,a,b\n")
+    assert sorted(observe.load([str(p)]).ranks) == [0]        # a column of no use, twice: read
