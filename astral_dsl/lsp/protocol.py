@@ -41,10 +41,17 @@ class _Dropped:
 class AstralProtocol(LanguageServerProtocol):
     """pygls's protocol, but a request whose params do not validate (a negative position, a
     string for a number, missing or null params) is answered with InvalidParams instead of
-    being dropped (which leaves the client waiting for good), and no error response carries a
-    traceback."""
+    being dropped (which leaves the client waiting for good), a message that is no JSON-RPC
+    message InvalidRequest, a request before `initialize` ServerNotInitialized, and no error
+    response carries a traceback."""
 
     def structure_message(self, data):
+        problem = _invalid(data) if isinstance(data, dict) and "jsonrpc" in data else None
+        if problem is not None:
+            # pygls keyed a request by an object's id ("unhashable type: 'dict'", answered as
+            # its InternalError) and took a message of an id alone for a response to the server
+            self.invalid(data.get("id") if _an_id(data.get("id")) else None, problem)
+            return _Dropped()
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -59,7 +66,30 @@ class AstralProtocol(LanguageServerProtocol):
     def handle_message(self, message):
         if isinstance(message, _Dropped):
             return
+        if not hasattr(message, "jsonrpc"):     # an array, null, a number, an object without
+            self.invalid(None, "a message is a JSON object with `\"jsonrpc\": \"2.0\"`")
+            return                              # `jsonrpc`: pygls's AttributeError, logged
+        method = getattr(message, "method", None)
+        if self._workspace is None and method not in (None, lsp.INITIALIZE, lsp.EXIT):
+            # before `initialize` (LSP: a request is answered ServerNotInitialized, a
+            # notification dropped): a hover was an InternalError naming pygls's RuntimeError
+            if getattr(message, "id", None) is not None:
+                self._send_response(message.id, error=lsp.ResponseError(
+                    code=lsp.ErrorCodes.ServerNotInitialized,
+                    message=f"{method}: the server is not initialized: send `initialize` "
+                            f"first"))
+            else:
+                log.warning("%s before `initialize`, dropped", method)
+            return
         super().handle_message(message)
+
+    def invalid(self, msg_id, problem: str, code: int = lsp.ErrorCodes.InvalidRequest) -> None:
+        """JSON-RPC's answer to a message that is no request, notification or response (or
+        not JSON: ParseError): an error response, whose id is null where it is not known."""
+        log.warning("a message skipped: %s", problem)
+        kind = "parse error" if code == lsp.ErrorCodes.ParseError else "invalid request"
+        self._send_data({"jsonrpc": "2.0", "id": msg_id,
+                         "error": {"code": code, "message": f"{kind}: {problem}"}})
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
@@ -161,6 +191,28 @@ def fit_range(lines: List[str], rng: lsp.Range, units: Callable[[str], int]) -> 
 
     start, stop = fit(rng.start), fit(rng.end)
     return lsp.Range(start=start, end=max(stop, start, key=lambda q: (q.line, q.character)))
+
+
+def _an_id(value) -> bool:
+    """Whether `value` is a JSON-RPC id, or none (a notification's; null, an error's)."""
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+
+
+def _invalid(data: dict) -> Optional[str]:
+    """What makes a JSON-RPC message invalid (its id; neither a method, a result nor an error),
+    or None."""
+    if not _an_id(data.get("id")):
+        return f"an id is a string or a number, not {_json_type(data['id'])}"
+    if not any(k in data for k in ("method", "result", "error")):
+        return ("a message names a `method` (a request, a notification) or holds a `result` or "
+                "an `error` (a response)")
+    return None
+
+
+def _json_type(value) -> str:
+    return ("true or false" if isinstance(value, bool) else "an object"
+            if isinstance(value, dict) else "an array" if isinstance(value, list) else
+            type(value).__name__)
 
 
 def _show(rng: lsp.Range) -> str:
