@@ -433,6 +433,25 @@ def test_a_change_past_the_end_of_the_text_is_fitted_and_logged(server):
         "the range 7:0-7:5 runs past the text; applied at 1:23-1:23"], logged
 
 
+def test_a_change_whose_range_ends_before_it_starts_is_said_so(server):
+    """A range whose end is before its start was logged as one that "runs past the text",
+    which it need not: it is applied at its start, and said so."""
+    client, root = server
+    uri = (root / "reversed.astral").as_uri()
+    client.open(uri, SMALL)
+    before = len(client.notes)
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [
+        {"range": {"start": {"line": 2, "character": 4}, "end": {"line": 1, "character": 0}},
+         "text": "  "}]})
+    r = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert [s["name"] for s in r["result"]] == ["G", "H", "S"], r
+    logged = [n["params"]["message"] for n in client.notes[before:]
+              if n.get("method") == "window/logMessage"]
+    assert [m.split(": ", 2)[2] for m in logged if "didChange" in m] == [
+        "the range 2:4-1:0 ends before it starts; applied at 2:4-2:4"], logged
+
+
 @pytest.mark.parametrize("separator", ["\u2028", "\x0c", "\x85"])
 def test_an_edit_below_a_unicode_line_separator_lands_on_the_editors_line(server, separator):
     """A comment holding U+2028, a form feed or U+0085 is one line for the editor (LSP: lines

@@ -134,8 +134,11 @@ class AstralProtocol(LanguageServerProtocol):
                            text.position_codec.client_num_units)
         if fitted == change.range:
             return change
-        message = (f"astral: didChange of {uri}: the range {_show(change.range)} runs past the "
-                   f"text; applied at {_show(fitted)}")
+        start, end = change.range.start, change.range.end
+        why = ("ends before it starts" if (end.line, end.character) < (start.line, start.character)
+               else "runs past the text")
+        message = (f"astral: didChange of {uri}: the range {_show(change.range)} {why}; "
+                   f"applied at {_show(fitted)}")
         log.warning(message)
         self.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(
             type=lsp.MessageType.Warning, message=message))
