@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 import attrs
 
 from astral_dsl import records
-from astral_dsl.diagnostics import Diagnostic, sort_diagnostics
+from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import front_end, front_end_errors, size, unsized
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
@@ -58,10 +58,16 @@ class Workspace:
         _check_overrides(overrides)
         from astral_dsl.semantics.modules import display_name, unreadable
 
-        path = Path(path)
+        given, path = os.fspath(path), Path(path)
         diagnostics: List[Diagnostic] = []
         loader = ModuleLoader(project_root(path), diagnostics, read)
-        name = display_name(path)
+        name = display_name(path) if given else ""
+        if not given:     # Path("") is ".": "cannot read `.`: Is a directory", of a folder
+            diagnostics.append(Diagnostic(                                  # never named
+                "E100", Severity.ERROR, "cannot read ``: the path is empty: it names no file",
+                None, "name a .astral file", file=name))
+            return cls(LoadedModule(name, path, None, None), loader, dict(overrides or {}),
+                       tuple(diagnostics))
         try:
             data = read(path)
         except OSError as exc:
