@@ -65,6 +65,13 @@ WRONG_KINDS = [
     ("calibration \\(a Calibration or a fit file\\) is a path",
      lambda ws: astral_dsl.diff(ws, ws, calibration=5)),
     ("the root of a design's imports", lambda ws: astral_dsl.loads("site S { }", root=5)),
+    # a value of overrides= as with_params takes one (it was E310 "a list is not a value")
+    ("parameter `hosts_per_rack`: a value is an int, float, bool, str or Quantity, not list",
+     lambda ws: astral_dsl.check(POD, overrides={"hosts_per_rack": [1]})),
+    ("parameter `hosts_per_rack`: a value is an int, float, bool, str or Quantity, not NoneType",
+     lambda ws: astral_dsl.compile(POD, overrides={"hosts_per_rack": None})),
+    ("parameter `n`: a value is an int, float, bool, str or Quantity, not object",
+     lambda ws: astral_dsl.loads("param n = 1", overrides={"n": object()})),
 ]
 
 
