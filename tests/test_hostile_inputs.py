@@ -351,3 +351,20 @@ def test_the_longest_named_prefix_looks_up_only_prefixes_as_long_as_a_name():
     assert longest("a." * 500_000, known, devices.longest_path) is None
     assert Counting.looked == 4               # 1 + 3, not 1 + 500,000
     assert longest("C.r[0].h[1]" + ".x" * 1000, known, devices.longest_path) == "C.r[0]"
+
+
+def test_a_json_option_with_a_utf8_bom_is_read(tmp_path):
+    """A diagnosis, fit or baseline saved by a Windows editor starts with a UTF-8 BOM, which
+    RFC 8259 lets a reader ignore (and astral's readers of tables, rank logs and traces do):
+    it was "not JSON (Unexpected UTF-8 BOM (decode using utf-8-sig))", Python's advice."""
+    from astral_dsl import jsonin
+
+    doc = tmp_path / "diagnosis.json"
+    doc.write_bytes(b'\xef\xbb\xbf{"suspects": []}')
+    assert jsonin.load_path(doc) == {"suspects": []}
+    proc = astral("render", str(TUTORIAL), "-o", str(tmp_path / "x.svg"), "--view", "rack",
+                  "--highlight", str(doc), "--color", "never")
+    assert proc.returncode == 0 and "0 of 0 suspect(s) drawn" in proc.stdout, proc.stderr
+    doc.write_bytes(b'\xef\xbb\xbf\xef\xbb\xbf{}')          # one BOM is dropped, not two
+    with pytest.raises(ValueError, match="Unexpected UTF-8 BOM"):
+        jsonin.load_path(doc)
