@@ -155,3 +155,11 @@ def test_an_empty_path_names_no_file_not_the_working_directory():
     assert cli.returncode == 2 and cli.stdout.startswith(
         "error[E100]: cannot read ``: the path is empty: it names no file\n"
         "  = hint: name a .astral file\n"), cli.stdout
+
+
+def test_a_report_to_an_empty_path_is_a_value_error(ws, tmp_path, monkeypatch):
+    """report(ws, "") wrote to Path(""), which is `.`: IsADirectoryError naming `.`."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="^output: the path is empty: it names no file$"):
+        astral_dsl.report(ws, "")
+    assert list(tmp_path.iterdir()) == []

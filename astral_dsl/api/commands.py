@@ -232,8 +232,8 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
     page; returns its path. `calibration`: a Calibration or a fit file (`astral calibrate -o`)
     for the job forecasts (default: the shipped fit). Raises outputs.report.ReviewError for a
     job or scenario the design does not declare, ValueError (before any work) when `output`
-    is a file the call reads (the design, a module it imports, the fit file), as `astral
-    report` refuses it, and OSError when the page cannot be written."""
+    is empty or a file the call reads (the design, a module it imports, the fit file), as
+    `astral report` refuses it, and OSError when the page cannot be written."""
     import attrs
 
     from astral_dsl.api.review import collect
@@ -243,6 +243,8 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
 
     ws = workspace_of(target, overrides)
     out = Path(_a.path(output, "output"))
+    if not os.fspath(output):           # Path("") is `.`: "Is a directory: '.'", never named
+        raise ValueError("output: the path is empty: it names no file")
     read = list(ws.files()) + (
         [os.fspath(calibration)] if isinstance(calibration, (str, os.PathLike)) else [])
     what = clobbered(str(out), read)
