@@ -55,6 +55,8 @@ WRONG_KINDS = [
     ("design is a Design", lambda ws: astral_dsl.check(ws, design=5)),
     ("overrides is a mapping", lambda ws: astral_dsl.check(ws, overrides=5)),
     ("design is a Design", lambda ws: astral_dsl.summary(None)),
+    # (an AttributeError: 'int' object has no attribute 'diagnostics')
+    ("design is a Design", lambda ws: astral_dsl.front_end_errors(5)),
     ("observed is a list of paths", lambda ws: astral_dsl.diagnosis(ws, None)),
     ("each of observed is a path", lambda ws: astral_dsl.diagnosis(ws, [3])),
     ("timers is a name", lambda ws: astral_dsl.diagnosis(ws, ["t.csv"], timers=1)),
