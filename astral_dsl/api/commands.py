@@ -112,6 +112,7 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     import attrs
 
     from astral_dsl.explore import sweep as _sweep
+    from astral_dsl.explore.grid import too_many_points
 
     path, sets = file_and_sets(path, "sweep compiles the design again from its file at every "
                                      "point")
@@ -134,6 +135,11 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
                              "too", path, "name the job to forecast: `job=\"...\"`")
     _swept_once(grid, sets, overrides or {}, path)
     sets.update(literal_sets(overrides))
+    # counted before a value is read: a list of 10^6 values took 20 s and 350 MB to refuse
+    too_many = too_many_points(math.prod(len(_listed(name, values)) for name, values in
+                                         grid.items() if not isinstance(values, str)))
+    if too_many is not None:
+        raise _sweep.refused("E802", too_many, path, _sweep.GRID_HINT)
     specs = [f"{name}={values}" if isinstance(values, str) else
              f"{name}=" + ",".join(_one(name, v, path) for v in _listed(name, values))
              for name, values in grid.items()]
