@@ -2,14 +2,14 @@
 whose params do not validate is answered with InvalidParams (not dropped), a request about a
 document that is not open too, one that runs out of time gets RequestFailed, a bug an
 InternalError naming it, and no error response carries a Python traceback (it goes to the
-server's log on standard error). An edit of a range is applied on LSP's lines (`edited`), not
+server's log on standard error). An edit of a range is applied on LSP's lines (`splice`), not
 on pygls's splitlines."""
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types as lsp
@@ -110,28 +110,37 @@ class AstralProtocol(LanguageServerProtocol):
             params = lsp.DidChangeTextDocumentParams(
                 text_document=doc, content_changes=params.content_changes[
                     params.content_changes.index(whole[-1]) + 1:])
+        # a range is applied here, on LSP's lines: pygls's `lines` are Python's splitlines,
+        # which also break at U+2028, a form feed, U+0085...: in a document with one in a
+        # comment, an edit below it went in a line too low, and the server's text was no longer
+        # the editor's. The ranges of one message are applied to one list of lines, each to the
+        # lines it spans (each split the whole text again: an editor's replace-all of 20,000
+        # matches in a file of 5,000 lines held the event loop for over a minute)
+        text = self.workspace.get_text_document(doc.uri)
+        units = text.position_codec.client_num_units
+        lines: Optional[List[str]] = None
         for change in params.content_changes:
             if isinstance(change, lsp.TextDocumentContentChangePartial):
-                # applied here, on LSP's lines: pygls's `lines` are Python's splitlines, which
-                # also break at U+2028, a form feed, U+0085...: in a document with one in a
-                # comment, an edit below it went in a line too low, and the server's text was
-                # no longer the editor's
-                text = self.workspace.get_text_document(doc.uri)
-                fitted = self._fitted(doc.uri, change)
-                change = lsp.TextDocumentContentChangeWholeDocument(text=edited(
-                    text.source, fitted.range, fitted.text, text.position_codec.client_num_units))
+                if lines is None:
+                    lines = lsp_lines(self.workspace.get_text_document(doc.uri).source)
+                fitted = self._fitted(doc.uri, lines, change, units)
+                splice(lines, fitted.range, fitted.text, units)
+                continue
+            lines = None
             self.workspace.update_text_document(doc, change)
+        if lines is not None:
+            self.workspace.update_text_document(
+                doc, lsp.TextDocumentContentChangeWholeDocument(text="".join(lines)))
         handler = self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)
         if handler is not None:
             yield handler, (params,), None
 
-    def _fitted(self, uri: str, change: lsp.TextDocumentContentChangePartial):
-        """`change` with its range within the document's text (fit_range), logged and told the
+    def _fitted(self, uri: str, lines: List[str], change: lsp.TextDocumentContentChangePartial,
+                units: Callable[[str], int]):
+        """`change` with its range within the text of `lines` (fit_range), logged and told the
         client when it was not: pygls dropped an edit that starts past the last line, and put
         one past a line's end after its line break, in silence."""
-        text = self.workspace.get_text_document(uri)
-        fitted = fit_range(lsp_lines(text.source), change.range,
-                           text.position_codec.client_num_units)
+        fitted = fit_range(lines, change.range, units)
         if fitted == change.range:
             return change
         start, end = change.range.start, change.range.end
@@ -174,6 +183,29 @@ def edited(text: str, rng: lsp.Range, new: str, units: Callable[[str], int]) -> 
         return base + len(line)
 
     return text[:offset(rng.start)] + new + text[offset(rng.end):]
+
+
+def splice(lines: List[str], rng: lsp.Range, new: str, units: Callable[[str], int]) -> None:
+    """`lines` (lsp_lines, changed in place) with `rng` (within their text: fit_range)
+    replaced by `new`, as `edited` replaces it in their text: the lines it spans, and one on
+    either side (a `\r` ending one line and a `\n` starting the next are one line end), split
+    again."""
+    def cut(p: lsp.Position) -> Tuple[int, int]:
+        if p.line >= len(lines):
+            return len(lines), 0
+        body, n = lines[p.line].rstrip("\r\n"), 0
+        for i, ch in enumerate(body):
+            if n >= p.character:
+                return p.line, i
+            n += units(ch)
+        return p.line, len(body)
+
+    (first, start), (last, end) = cut(rng.start), cut(rng.end)
+    head = lines[first][:start] if first < len(lines) else ""
+    tail = lines[last][end:] if last < len(lines) else ""
+    low, high = max(0, first - 1), min(len(lines), last + 2)
+    joined = "".join(lines[low:first]) + head + new + tail + "".join(lines[last + 1:high])
+    lines[low:high] = lsp_lines(joined)
 
 
 def fit_range(lines: List[str], rng: lsp.Range, units: Callable[[str], int]) -> lsp.Range:
