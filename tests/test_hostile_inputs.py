@@ -368,3 +368,24 @@ def test_a_json_option_with_a_utf8_bom_is_read(tmp_path):
     doc.write_bytes(b'\xef\xbb\xbf\xef\xbb\xbf{}')          # one BOM is dropped, not two
     with pytest.raises(ValueError, match="Unexpected UTF-8 BOM"):
         jsonin.load_path(doc)
+
+
+def test_a_name_of_a_million_characters_is_not_echoed_whole(tmp_path):
+    """An unknown name of 1,000,000 characters was said whole in the message and again in
+    its hint (4 MB of output for a 1 MB line): a message or hint is at most MAX_TEXT
+    characters, its start and end around `...`."""
+    import astral_dsl
+    from astral_dsl.diagnostics.diagnostic import MAX_TEXT
+
+    name = "a" * 1_000_000
+    (d,) = astral_dsl.loads(f"let x = {name}\n").diagnostics
+    assert d.code == "E200" and (d.span.start.line, d.span.start.column) == (1, 9)
+    assert len(d.message) == MAX_TEXT and d.message.startswith("unknown name `aaa")
+    assert "..." in d.message and d.message.endswith("aaa`")
+    assert len(d.hint) == MAX_TEXT and d.hint.startswith("nothing named `aaa")
+    (path := tmp_path / "long.astral").write_text(f"let x = {name}\n")
+    proc = astral("check", str(path), "--color", "never")
+    assert proc.returncode == 1 and len(proc.stdout) < 3 * MAX_TEXT, len(proc.stdout)
+    short = astral_dsl.loads("let x = y\n").diagnostics[0]
+    assert short.message == "unknown name `y`"               # a message of its own length
+
