@@ -389,3 +389,17 @@ def test_a_name_of_a_million_characters_is_not_echoed_whole(tmp_path):
     short = astral_dsl.loads("let x = y\n").diagnostics[0]
     assert short.message == "unknown name `y`"               # a message of its own length
 
+
+def test_an_import_of_a_name_past_the_file_system_s_limit_is_e100(tmp_path):
+    """`import aaa...(a million) { x }`: the file's name past the file system's limit raised
+    OSError (ENAMETOOLONG) from the module's lookup: an internal error (E000)."""
+    for dotted in ("a" * 1_000_000, ".".join(["b" * 200] * 30)):
+        path = tmp_path / "main.astral"
+        path.write_text(f"import {dotted} {{ x }}\n")
+        proc = astral("check", str(path), "--color", "never")
+        _no_internal_error(proc)
+        assert proc.returncode == 2 and proc.stdout.startswith(     # unreadable, as E100 is
+            "error[E100]: cannot read module `"), proc.stdout[:300]
+        assert " --> " in proc.stdout and "main.astral:1:8" in proc.stdout
+        assert "= hint: a module's path names a .astral file: check the import's names" in \
+            proc.stdout
