@@ -65,10 +65,11 @@ def loads(text: str) -> Any:
 
 def load_path(path) -> Any:
     """The document in the file at `path`: OSError when it is not a regular file of at most
-    MAX_BYTES or cannot be read, ValueError when it is not UTF-8 JSON."""
+    MAX_BYTES or cannot be read, ValueError when it is not UTF-8 JSON (a leading BOM is
+    dropped: RFC 8259 lets a reader ignore it, and a Windows editor writes one)."""
     from astral_dsl.regularfile import read_regular
 
-    return loads(read_regular(path, MAX_BYTES).decode("utf-8"))
+    return loads(read_regular(path, MAX_BYTES).decode("utf-8-sig"))
 
 
 __all__ = ["MAX_BYTES", "NESTED", "load_path", "loads"]

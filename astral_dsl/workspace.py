@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 import attrs
 
 from astral_dsl import records
-from astral_dsl.diagnostics import Diagnostic, sort_diagnostics
+from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import front_end, front_end_errors, size, unsized
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
@@ -55,13 +55,19 @@ class Workspace:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"the path of a design must be a str or a path, not "
                             f"{type(path).__name__}")
-        _check_overrides(overrides)
+        _check_overrides(overrides, values=True)
         from astral_dsl.semantics.modules import display_name, unreadable
 
-        path = Path(path)
+        given, path = os.fspath(path), Path(path)
         diagnostics: List[Diagnostic] = []
         loader = ModuleLoader(project_root(path), diagnostics, read)
-        name = display_name(path)
+        name = display_name(path) if given else ""
+        if not given:     # Path("") is ".": "cannot read `.`: Is a directory", of a folder
+            diagnostics.append(Diagnostic(                                  # never named
+                "E100", Severity.ERROR, "cannot read ``: the path is empty: it names no file",
+                None, "name a .astral file", file=name))
+            return cls(LoadedModule(name, path, None, None), loader, dict(overrides or {}),
+                       tuple(diagnostics))
         try:
             data = read(path)
         except OSError as exc:
@@ -85,7 +91,7 @@ class Workspace:
         if root is not None and not isinstance(root, (str, os.PathLike)):
             raise TypeError(f"the root of a design's imports must be a str or a path, not "
                             f"{type(root).__name__}")
-        _check_overrides(overrides)
+        _check_overrides(overrides, values=True)
         diagnostics: List[Diagnostic] = []
         loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
         data = bytes(text) if not isinstance(text, str) else encode(text)
@@ -147,12 +153,7 @@ class Workspace:
         its text). They add to the workspace's own overrides; nothing is read or parsed again.
         A value of another Python type raises TypeError; a name the design does not declare,
         or a value of the wrong dimension, is a diagnostic of the new design (E213, E310)."""
-        from astral_dsl.units import Quantity
-
-        for name, value in params.items():
-            if not isinstance(value, (bool, int, float, str, Quantity)):
-                raise TypeError(f"parameter `{name}`: a value is an int, float, bool, str or "
-                                f"Quantity, not {type(value).__name__}")
+        _check_values(params)
         return Workspace(self.entry, self.loader, {**self.overrides, **params},
                          self.load_diagnostics)
 
@@ -230,9 +231,24 @@ class Workspace:
         return self.recompile(design, scenario=scenario)
 
 
-def _check_overrides(overrides) -> None:
-    """Overrides are a mapping of parameter names to values (a wrong name or value is a
-    diagnostic; a wrong kind of argument is the caller's mistake: a TypeError)."""
+def _check_overrides(overrides, values: bool = False) -> None:
+    """Overrides are a mapping of parameter names to values (a wrong name, or a value of the
+    wrong dimension, is a diagnostic; a wrong kind of argument is the caller's mistake: a
+    TypeError); `values`: the caller's, each a Python value as with_params takes it."""
     if overrides is not None and not isinstance(overrides, Mapping):
         raise TypeError(f"overrides must be a mapping of parameter names to values, e.g. "
                         f"{{\"hosts_per_rack\": 8}}, not {type(overrides).__name__}")
+    if values and overrides:
+        _check_values(overrides)
+
+
+def _check_values(params: Mapping) -> None:
+    """TypeError for a parameter value that is not an int, float, bool, str or Quantity
+    (`compile(path, overrides={"n": [1]})` was E310 "a list is not a value", with_params's
+    the TypeError the API's docs say)."""
+    from astral_dsl.units import Quantity
+
+    for name, value in params.items():
+        if not isinstance(value, (bool, int, float, str, Quantity)):
+            raise TypeError(f"parameter `{name}`: a value is an int, float, bool, str or "
+                            f"Quantity, not {type(value).__name__}")

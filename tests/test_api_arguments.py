@@ -55,6 +55,8 @@ WRONG_KINDS = [
     ("design is a Design", lambda ws: astral_dsl.check(ws, design=5)),
     ("overrides is a mapping", lambda ws: astral_dsl.check(ws, overrides=5)),
     ("design is a Design", lambda ws: astral_dsl.summary(None)),
+    # (an AttributeError: 'int' object has no attribute 'diagnostics')
+    ("design is a Design", lambda ws: astral_dsl.front_end_errors(5)),
     ("observed is a list of paths", lambda ws: astral_dsl.diagnosis(ws, None)),
     ("each of observed is a path", lambda ws: astral_dsl.diagnosis(ws, [3])),
     ("timers is a name", lambda ws: astral_dsl.diagnosis(ws, ["t.csv"], timers=1)),
@@ -65,6 +67,13 @@ WRONG_KINDS = [
     ("calibration \\(a Calibration or a fit file\\) is a path",
      lambda ws: astral_dsl.diff(ws, ws, calibration=5)),
     ("the root of a design's imports", lambda ws: astral_dsl.loads("site S { }", root=5)),
+    # a value of overrides= as with_params takes one (it was E310 "a list is not a value")
+    ("parameter `hosts_per_rack`: a value is an int, float, bool, str or Quantity, not list",
+     lambda ws: astral_dsl.check(POD, overrides={"hosts_per_rack": [1]})),
+    ("parameter `hosts_per_rack`: a value is an int, float, bool, str or Quantity, not NoneType",
+     lambda ws: astral_dsl.compile(POD, overrides={"hosts_per_rack": None})),
+    ("parameter `n`: a value is an int, float, bool, str or Quantity, not object",
+     lambda ws: astral_dsl.loads("param n = 1", overrides={"n": object()})),
 ]
 
 
@@ -106,3 +115,53 @@ def test_a_design_of_another_file_is_refused(ws):
         with pytest.raises(ValueError, match=r"design is a design of `\S*tutorial_rack.astral`"):
             call()
     assert astral_dsl.check(ws, design=astral_dsl.compile(POD).design).valid
+
+
+# an int beyond a float: 10**400 (float() raises OverflowError) and 10**5000 (repr() and str()
+# raise ValueError past 4,300 digits) reached the caller as those exceptions, from inside the
+# library, where a number too large to represent is the language's error
+@pytest.mark.parametrize("big, magnitude", [(10 ** 400, "1e400"), (-10 ** 5000, "-1e5000")],
+                         ids=["10**400", "-10**5000"])
+def test_an_int_beyond_a_float_is_the_error_of_a_number_too_large(ws, big, magnitude):
+    params = astral_dsl.check(ws.with_params(hosts_per_rack=big))
+    (e310,) = [d for d in params.diagnostics if d.is_error]
+    assert e310.code == "E310" and e310.span is not None and e310.span.start.line == 15
+    assert e310.message == (f"--set hosts_per_rack: an int of {big.bit_length()} bits is too "
+                            f"large to represent (beyond about 1.8e308)")
+    with pytest.raises(astral_dsl.ForecastError) as forecast:
+        astral_dsl.forecast(ws, micro=big)
+    assert [(d.code, d.message) for d in forecast.value.diagnostics] == [
+        ("E309", "`batch.micro` is too large to represent")]
+    with pytest.raises(astral_dsl.SweepError) as grid:
+        astral_dsl.sweep(ws, {"hosts_per_rack": [big]}, workers=1)
+    assert str(grid.value).startswith(f"--grid hosts_per_rack={magnitude}: value `{magnitude}` "
+                                      f"is beyond the range of a number")
+    with pytest.raises(astral_dsl.SearchError) as search:
+        astral_dsl.search(POD, overrides={"hosts_per_rack": big})
+    assert [d.code for d in search.value.diagnostics if d.is_error] == ["E310"]
+
+
+def test_an_empty_path_names_no_file_not_the_working_directory():
+    """check("") read Path(""), which is `.`: "cannot read `.`: Is a directory", a folder the
+    caller never named (`astral check ""` the same)."""
+    import subprocess
+    import sys
+
+    for result in (astral_dsl.check(""), astral_dsl.margins("")):
+        (d,) = result.diagnostics
+        assert (d.code, d.message, d.span, d.hint, d.file) == (
+            "E100", "cannot read ``: the path is empty: it names no file", None,
+            "name a .astral file", "")
+    cli = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "check", ""],
+                         capture_output=True, text=True)
+    assert cli.returncode == 2 and cli.stdout.startswith(
+        "error[E100]: cannot read ``: the path is empty: it names no file\n"
+        "  = hint: name a .astral file\n"), cli.stdout
+
+
+def test_a_report_to_an_empty_path_is_a_value_error(ws, tmp_path, monkeypatch):
+    """report(ws, "") wrote to Path(""), which is `.`: IsADirectoryError naming `.`."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="^output: the path is empty: it names no file$"):
+        astral_dsl.report(ws, "")
+    assert list(tmp_path.iterdir()) == []

@@ -698,3 +698,25 @@ def test_a_whole_write_asks_the_kernel_before_renaming_over_a_file(tmp_path, mon
     with whole_mod.whole(str(dangling), "utf-8") as fh:
         fh.write("whole")
     assert (tmp_path / "target.json").read_text(encoding="utf-8") == "whole"
+
+
+def test_an_option_of_a_file_given_an_empty_path_is_a_usage_error(tmp_path):
+    """An empty path was taken as no option at all, in silence (`runs --calibration "$FIT"`
+    with FIT unset scored with the shipped fit; `check --write-baseline ""` and `calibrate -o
+    ""` wrote nothing), or as `.` (`report -o ""`: "cannot write ``: Is a directory")."""
+    design = str(REPO / "examples" / "tutorial_rack.astral")
+    table = str(REPO / "astral_dsl" / "seer" / "calibration" / "a100.csv")
+    for args, flag in ((["runs", table, "--calibration", ""], "--calibration"),
+                       (["check", design, "--baseline", ""], "--baseline"),
+                       (["check", design, "--write-baseline", ""], "--write-baseline"),
+                       (["render", design, "-o", "x.svg", "--highlight", ""], "--highlight"),
+                       (["report", design, "-o", ""], "-o"),
+                       (["report", design, "-o", "x.html", "--diagnosis", ""], "--diagnosis"),
+                       (["forecast", design, "--operator-table", ""], "--operator-table"),
+                       (["forecast", design, "--trace="], "--trace"),
+                       (["calibrate", table, "-o", ""], "-o"),
+                       (["export", design, "--netbox", ""], "--netbox")):
+        p = astral(*args, cwd=tmp_path)
+        assert (p.returncode, p.stderr) == (
+            2, f"astral: error: {flag}: the path is empty: it names no file\n"), (args, p.stderr)
+        assert list(tmp_path.iterdir()) == [], args

@@ -351,3 +351,55 @@ def test_the_longest_named_prefix_looks_up_only_prefixes_as_long_as_a_name():
     assert longest("a." * 500_000, known, devices.longest_path) is None
     assert Counting.looked == 4               # 1 + 3, not 1 + 500,000
     assert longest("C.r[0].h[1]" + ".x" * 1000, known, devices.longest_path) == "C.r[0]"
+
+
+def test_a_json_option_with_a_utf8_bom_is_read(tmp_path):
+    """A diagnosis, fit or baseline saved by a Windows editor starts with a UTF-8 BOM, which
+    RFC 8259 lets a reader ignore (and astral's readers of tables, rank logs and traces do):
+    it was "not JSON (Unexpected UTF-8 BOM (decode using utf-8-sig))", Python's advice."""
+    from astral_dsl import jsonin
+
+    doc = tmp_path / "diagnosis.json"
+    doc.write_bytes(b'\xef\xbb\xbf{"suspects": []}')
+    assert jsonin.load_path(doc) == {"suspects": []}
+    proc = astral("render", str(TUTORIAL), "-o", str(tmp_path / "x.svg"), "--view", "rack",
+                  "--highlight", str(doc), "--color", "never")
+    assert proc.returncode == 0 and "0 of 0 suspect(s) drawn" in proc.stdout, proc.stderr
+    doc.write_bytes(b'\xef\xbb\xbf\xef\xbb\xbf{}')          # one BOM is dropped, not two
+    with pytest.raises(ValueError, match="Unexpected UTF-8 BOM"):
+        jsonin.load_path(doc)
+
+
+def test_a_name_of_a_million_characters_is_not_echoed_whole(tmp_path):
+    """An unknown name of 1,000,000 characters was said whole in the message and again in
+    its hint (4 MB of output for a 1 MB line): a message or hint is at most MAX_TEXT
+    characters, its start and end around `...`."""
+    import astral_dsl
+    from astral_dsl.diagnostics.diagnostic import MAX_TEXT
+
+    name = "a" * 1_000_000
+    (d,) = astral_dsl.loads(f"let x = {name}\n").diagnostics
+    assert d.code == "E200" and (d.span.start.line, d.span.start.column) == (1, 9)
+    assert len(d.message) == MAX_TEXT and d.message.startswith("unknown name `aaa")
+    assert "..." in d.message and d.message.endswith("aaa`")
+    assert len(d.hint) == MAX_TEXT and d.hint.startswith("nothing named `aaa")
+    (path := tmp_path / "long.astral").write_text(f"let x = {name}\n")
+    proc = astral("check", str(path), "--color", "never")
+    assert proc.returncode == 1 and len(proc.stdout) < 3 * MAX_TEXT, len(proc.stdout)
+    short = astral_dsl.loads("let x = y\n").diagnostics[0]
+    assert short.message == "unknown name `y`"               # a message of its own length
+
+
+def test_an_import_of_a_name_past_the_file_system_s_limit_is_e100(tmp_path):
+    """`import aaa...(a million) { x }`: the file's name past the file system's limit raised
+    OSError (ENAMETOOLONG) from the module's lookup: an internal error (E000)."""
+    for dotted in ("a" * 1_000_000, ".".join(["b" * 200] * 30)):
+        path = tmp_path / "main.astral"
+        path.write_text(f"import {dotted} {{ x }}\n")
+        proc = astral("check", str(path), "--color", "never")
+        _no_internal_error(proc)
+        assert proc.returncode == 2 and proc.stdout.startswith(     # unreadable, as E100 is
+            "error[E100]: cannot read module `"), proc.stdout[:300]
+        assert " --> " in proc.stdout and "main.astral:1:8" in proc.stdout
+        assert "= hint: a module's path names a .astral file: check the import's names" in \
+            proc.stdout

@@ -173,3 +173,67 @@ def test_a_bug_answered_as_an_internal_error_keeps_its_traceback():
     client = record(JsonRpcInvalidParams(message="bad"))
     assert OneLine().filter(client) and client.exc_info is None
     assert client.getMessage() == 'Request "3" answered with an error: JsonRpcInvalidParams: bad'
+
+
+def _session(tmp_path, *bodies: bytes, initialize: bool = True):
+    """The server's answers (by id, and those of no id in order) to `bodies` sent after
+    `initialize` (or without it), then shutdown and exit; and its log."""
+    import subprocess
+    import sys
+
+    def frame(body: bytes) -> bytes:
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}}
+    data = (frame(json.dumps(init).encode()) if initialize else b"") + \
+        b"".join(frame(b) for b in bodies) + \
+        frame(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "shutdown"}).encode()) + \
+        frame(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode())
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "lsp"], input=data,
+                          capture_output=True, cwd=tmp_path, timeout=WAIT)
+    out = [json.loads(part.split(b"\r\n\r\n", 1)[1])
+           for part in proc.stdout.split(b"Content-Length: ")[1:]]
+    return [m for m in out if "error" in m or "result" in m], proc.stderr.decode()
+
+
+def test_a_message_that_is_no_json_rpc_message_is_answered_as_json_rpc_says(tmp_path):
+    """Not JSON, not an object, an id that is an object, an id alone: pygls logged them as
+    "a notification was not handled" (an object's id was answered InternalError, "unhashable
+    type: 'dict'"), and the client, told nothing, waited for its request; each is answered
+    ParseError or InvalidRequest now (id null where it is not known), and the server goes on."""
+    bodies = [b"{not json", b"[1, 2]", b"null",
+              json.dumps({"jsonrpc": "2.0", "id": {"a": 1}, "method": "shutdown"}).encode(),
+              json.dumps({"jsonrpc": "2.0", "id": 7}).encode()]
+    answers, log = _session(tmp_path, *bodies)
+    errors = [(a["id"], a["error"]["code"], a["error"]["message"]) for a in answers if
+              "error" in a]
+    assert errors == [
+        (None, -32700, "parse error: JSONDecodeError: Expecting property name enclosed in "
+                       "double quotes: line 1 column 2 (char 1)"),
+        (None, -32600, 'invalid request: a message is a JSON object with `"jsonrpc": "2.0"`'),
+        (None, -32600, 'invalid request: a message is a JSON object with `"jsonrpc": "2.0"`'),
+        (None, -32600, "invalid request: an id is a string or a number, not an object"),
+        (7, -32600, "invalid request: a message names a `method` (a request, a notification) "
+                    "or holds a `result` or an `error` (a response)")]
+    assert [a["id"] for a in answers if "result" in a] == [1, 99]
+    assert "Traceback" not in log and "notification was not handled" not in log, log
+
+
+def test_a_request_before_initialize_is_server_not_initialized(tmp_path):
+    """A hover before `initialize` was an InternalError naming pygls's RuntimeError ("The
+    workspace is not available"), with a traceback in the log; LSP answers it
+    ServerNotInitialized (-32002), and drops a notification."""
+    hover = {"jsonrpc": "2.0", "id": 5, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": (tmp_path / "a.astral").as_uri()},
+        "position": {"line": 0, "character": 0}}}
+    opened = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": (tmp_path / "a.astral").as_uri(), "languageId": "astral", "version": 1,
+        "text": "site S {}\n"}}}
+    answers, log = _session(tmp_path, json.dumps(opened).encode(), json.dumps(hover).encode(),
+                            initialize=False)
+    assert [(a["id"], a["error"]["code"], a["error"]["message"]) for a in answers] == [
+        (5, -32002, "textDocument/hover: the server is not initialized: send `initialize` "
+                    "first"),
+        (99, -32002, "shutdown: the server is not initialized: send `initialize` first")]
+    assert "Traceback" not in log and "textDocument/didOpen before `initialize`, dropped" in log

@@ -782,3 +782,42 @@ def test_the_column_road_reads_each_rows_phase_and_op_as_the_row_road_does(tmp_p
         "communication",
         "phase `warmup` is not known (2 row(s)): counted as `other`, neither compute nor "
         "communication"]
+
+
+def test_a_rank_log_whose_header_names_a_column_twice_is_e782(tmp_path):
+    """The second `rank` column was read (every row rank 7 here), and the log was said to fit
+    no rank order of the job (E792), which sent the user after the job's layout."""
+    p = tmp_path / "run.csv"
+    p.write_text("rank,iteration,phase,start_s,duration_s,rank\n0,1,forward,0,1,7\n"
+                 "1,1,forward,0,1,7\n")
+    obs = observe.load([str(p)])
+    assert obs.ranks == {} and codes(obs) == ["E782"]
+    d = obs.diagnostics[0]
+    assert d.file == str(p) and d.message == (
+        "the rank log's header names `rank` 2 times (columns 1, 6): which is the `rank` is not "
+        "known")
+    assert d.hint == ("keep one column of each name: rank, iteration, phase, start_s, "
+                      "duration_s [, peer, op]")
+    p.write_text("rank,iteration,phase,start_s,duration_s,note,note\n0,1,forward,0,1,a,b\n")
+    assert sorted(observe.load([str(p)]).ranks) == [0]        # a column of no use, twice: read
+
+
+def test_a_rank_log_cell_of_true_or_false_is_not_a_number_not_missing(tmp_path):
+    """`"rank": true` in a JSON Lines log was said to be missing: the row names its rank, with a
+    yes/no value where a number goes."""
+    p = tmp_path / "run.jsonl"
+    p.write_text('{"rank": true, "iteration": 1, "phase": "forward", "start_s": 0, '
+                 '"duration_s": 1}\n{"rank": 0, "iteration": 1, "phase": "forward", '
+                 '"start_s": 0, "duration_s": false}\n{"iteration": 1, "phase": "forward", '
+                 '"start_s": 0, "duration_s": 1}\n')
+    obs = observe.load([str(p)])
+    (d,) = obs.diagnostics
+    assert d.code == "E784" and d.file == str(p)
+    assert d.message == ("3 row(s) of the rank log cannot be read and are skipped; the first, "
+                         "line 1: `rank` is not a number: true, a JSON yes/no value")
+    from astral_dsl.observe.log_numbers import finite_number
+
+    with pytest.raises(ValueError, match="`duration_s` is not a number: false"):
+        finite_number(False, "duration_s")
+    with pytest.raises(ValueError, match="`rank` is missing"):
+        finite_number(None, "rank")

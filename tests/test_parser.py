@@ -591,6 +591,27 @@ def test_e105_unexpected_end_of_file():
     assert d.message == "unexpected end of file; expected a unit" and "bracket" not in d.hint
 
 
+# a unit's look-alike characters were "names use ASCII letters" (the Greek mu beside the
+# micro sign `µW`, which is read)
+@pytest.mark.parametrize("text, column, hint", [
+    ("let p = 5 \u03bcW\n", 11,
+     "the micro prefix is `u` or `\u00b5` (U+00B5 MICRO SIGN), not the Greek letter: `5 uW`"),
+    ("let t = 1 kW/\u03bcs\n", 14,
+     "the micro prefix is `u` or `\u00b5` (U+00B5 MICRO SIGN), not the Greek letter: `5 uW`"),
+    ("let r = 0.08 \u03a9/km\n", 14, "the unit of resistance is written `ohm`: `0.08 ohm/km`"),
+    ("let r = 10 \u2126\n", 12, "the unit of resistance is written `ohm`: `0.08 ohm/km`"),
+    ("let t = 45 \u2103\n", 12, "write `degC` (or `\u00b0C`): `45 degC`"),
+    ("let t = 45 \u00baC\n", 12,
+     "a degree is `\u00b0` (U+00B0 DEGREE SIGN), or write `degC`: `45 degC`"),
+    # a name, not a unit: the hint about names
+    ("let \u03bc = 1\n", 5, "names use ASCII letters, digits and `_`; other text belongs in a "
+                          "\"string\""),
+])
+def test_e104_a_unit_s_look_alike_character_says_how_the_unit_is_written(text, column, hint):
+    d = syntax_error(text)
+    assert (d.code, start(d), d.hint) == ("E104", (1, column), hint)
+
+
 @pytest.mark.parametrize("text, named", [
     ("let a = 1\u00a0\n", "NO-BREAK SPACE"), ("let a =\u200b1\n", "ZERO WIDTH SPACE")])
 def test_e104_an_invisible_character_is_named(text, named):

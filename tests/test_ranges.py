@@ -79,6 +79,22 @@ def test_a_selector_one_past_its_group_says_the_meaning_changed(tmp_path):
     assert "index 8 is out of range" in e.message and "`a..<8`" in e.hint
 
 
+def test_an_index_past_2_53_is_shown_as_the_number_read_not_its_float_s_digits(tmp_path):
+    """`gpus[99999999999999999999999]` said "index 99999999999999991611392 is out of range",
+    a number the design does not hold: the float it was read as, 1e23."""
+    d = loads("""
+        gpu G { power = 1 W }
+        site S { gpus = 8 x G, let a = gpus[99999999999999999999999], let b = [1, 2][-2e20] }
+    """, tmp_path)
+    got = [(x.message, x.span.start.column, x.span.end.column, x.hint)
+           for x in d.diagnostics if x.code == "E214"]
+    assert got == [
+        ("index 1e23 is out of range: the group has 8 (indices 0 to 7)", 37, 60,
+         "the last is `[7]`: check the count, or the expression giving the index"),
+        ("index -2e20 is out of range: the list has 2 items", 78, 83,
+         "indices count from the start, not from the end: the last is `[1]`")]
+
+
 def test_a_backwards_range_is_e309_and_the_empty_one_is_written_half_open(tmp_path):
     d = loads("let xs = [i for i in 5..4]\n", tmp_path)
     (e,) = [x for x in d.diagnostics if x.code == "E309"]

@@ -853,3 +853,19 @@ def test_no_shipped_row_is_beyond_its_gpus_peak():
     assert not [p.row.id for table in (A100, MODERN)
                 for p in prepare(parse_table(_csv(table), "t.csv"))
                 if "dense peak" in (p.reason or "")]
+
+
+def test_a_number_beyond_a_float_is_too_large_not_said_not_finite():
+    """A cell of 400 nines or `1e400` (finite numbers that float() reads as inf) was "not a
+    finite number", as `inf` is; it is too large to represent, as the language says (E106)."""
+    rows = [_row("k22b_full", id="nines", gpus="9" * 400), _row("k22b_full", id="exp",
+                                                             step_time_s="-1e400"),
+            _row("k22b_full", id="inf", step_time_s="-Infinity")]
+    t = parse_table(_csv(rows), "t.csv")
+    assert [r.problems for r in t.runs] == [
+        (("gpus", "999999999999999999999999999...9999999999 is too large to represent (beyond "
+                  "about 1.8e308)"),),
+        (("step_time_s", "-1e400 is too large to represent (beyond about 1.8e308)"),),
+        (("step_time_s", "-Infinity is not a finite number"),)]
+    assert [(d.code, d.span.start.line) for d in t.rejected] == [("E777", 2), ("E777", 3),
+                                                                  ("E777", 4)]

@@ -24,7 +24,8 @@ from astral_dsl.api.results import Chosen, DiffResult, ForecastResult, RunsResul
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.baseline import Baseline
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.pipeline import Checked, front_end_errors
+from astral_dsl.pipeline import Checked
+from astral_dsl.pipeline import front_end_errors as _front_end_errors
 from astral_dsl.pipeline import check as _check
 from astral_dsl.semantics.modules import read_file
 from astral_dsl.units import Quantity
@@ -160,6 +161,12 @@ def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] 
         raise ForecastError("the design has errors", chosen.diagnostics)
     fc = _forecast(ws, chosen, job, scenario, **options)
     return ForecastResult.of(fc)
+
+
+def front_end_errors(design: Design) -> bool:
+    """Whether a compiled design has errors that no choice of its unknowns (`?`) can mend."""
+    _a.instance_of(design, Design, "design", " (astral_dsl.load)", optional=False)
+    return _front_end_errors(design)
 
 
 def summary(design: Design) -> dict:

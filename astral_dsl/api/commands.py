@@ -82,7 +82,12 @@ def _literal(value: ParamValue, what: str = "a grid value") -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return format_number(float(value))
+        try:
+            return format_number(float(value))
+        except OverflowError:
+            # an int beyond a float (whose str() refuses past 4,300 digits): its order of
+            # magnitude, which --grid and --set refuse as too large to represent (E802, E310)
+            return ("-" if value < 0 else "") + f"1e{int(math.log10(abs(value)))}"
     if isinstance(value, Quantity):
         return str(value)
     if isinstance(value, str):
@@ -107,6 +112,7 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     import attrs
 
     from astral_dsl.explore import sweep as _sweep
+    from astral_dsl.explore.grid import too_many_points
 
     path, sets = file_and_sets(path, "sweep compiles the design again from its file at every "
                                      "point")
@@ -129,6 +135,11 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
                              "too", path, "name the job to forecast: `job=\"...\"`")
     _swept_once(grid, sets, overrides or {}, path)
     sets.update(literal_sets(overrides))
+    # counted before a value is read: a list of 10^6 values took 20 s and 350 MB to refuse
+    too_many = too_many_points(math.prod(len(_listed(name, values)) for name, values in
+                                         grid.items() if not isinstance(values, str)))
+    if too_many is not None:
+        raise _sweep.refused("E802", too_many, path, _sweep.GRID_HINT)
     specs = [f"{name}={values}" if isinstance(values, str) else
              f"{name}=" + ",".join(_one(name, v, path) for v in _listed(name, values))
              for name, values in grid.items()]
@@ -227,8 +238,8 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
     page; returns its path. `calibration`: a Calibration or a fit file (`astral calibrate -o`)
     for the job forecasts (default: the shipped fit). Raises outputs.report.ReviewError for a
     job or scenario the design does not declare, ValueError (before any work) when `output`
-    is a file the call reads (the design, a module it imports, the fit file), as `astral
-    report` refuses it, and OSError when the page cannot be written."""
+    is empty or a file the call reads (the design, a module it imports, the fit file), as
+    `astral report` refuses it, and OSError when the page cannot be written."""
     import attrs
 
     from astral_dsl.api.review import collect
@@ -238,6 +249,8 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
 
     ws = workspace_of(target, overrides)
     out = Path(_a.path(output, "output"))
+    if not os.fspath(output):           # Path("") is `.`: "Is a directory: '.'", never named
+        raise ValueError("output: the path is empty: it names no file")
     read = list(ws.files()) + (
         [os.fspath(calibration)] if isinstance(calibration, (str, os.PathLike)) else [])
     what = clobbered(str(out), read)

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import List, Optional
 
+from astral_dsl.cli import option_paths
 from astral_dsl.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, UsageError, \
     internal_document, sets, usage, usage_as_json, usage_names
 
@@ -264,12 +265,15 @@ def _main(argv: Optional[List[str]]) -> int:
         if args.command != "fmt" and _reads_stdin(args):
             return usage("`-` (standard input): only `astral fmt` reads it; give the file of "
                          "the design or runs table (`./-` for a file named `-`)")
-        dash = _writes_dash(args)
+        empty = option_paths.empty(args)
+        if empty is not None:
+            return usage(f"{empty}: the path is empty: it names no file")
+        dash = option_paths.writes_dash(args)
         if dash is not None:
             what = "folder" if dash == "--netbox" else "file"
             return usage(f"{dash} -: {dash} names the {what} it writes, and `-` is not standard "
                          f"output: name the {what} (`./-` for one named `-`)")
-        nowhere = _nowhere(args)
+        nowhere = option_paths.nowhere(args)
         if nowhere is not None:
             return usage(nowhere)
         command = importlib.import_module(f"astral_dsl.cli.{args.command}")
@@ -330,44 +334,6 @@ def _reads_stdin(args) -> bool:
         if value == "-" or (isinstance(value, list) and "-" in value):
             return True
     return False
-
-
-# the options that name a file a command writes (each command's own), by their argparse dest
-_WRITTEN = (("output", "-o"), ("trace", "--trace"), ("ranks", "--ranks"), ("plot", "--plot"),
-            ("write_baseline", "--write-baseline"), ("netbox", "--netbox"), ("docs", "--docs"))
-
-
-def _writes_dash(args) -> Optional[str]:
-    """The option whose file to write is named `-` (standard output, by convention), or None:
-    every command wrote a file named `-` in the working directory (`astral forecast x --trace -
-    | jq` left 16 MB there and nothing on the pipe)."""
-    return next((flag for name, flag in _WRITTEN if getattr(args, name, None) == "-"), None)
-
-
-def _nowhere(args) -> Optional[str]:
-    """Why a file the command would write cannot be, known before any work: its folder does
-    not exist, or it is a folder (a `calibrate` of two minutes, a `diagnose` or a `search`
-    said so only at the end, its work lost). A folder that is the output (`synth -o DIR`,
-    `export --netbox DIR`) is made with its parents."""
-    for name, flag in _WRITTEN:
-        path = getattr(args, name, None)
-        # (--docs is read first, as calibrate checks before its fit; render's picture is told
-        # by its own diagnostic, E703 with its hint, after a compile of seconds)
-        if not isinstance(path, str) or not path or name in ("netbox", "docs") or (
-                name == "output" and args.command == "render") or (
-                name == "output" and args.command == "synth"
-                and not path.endswith((".csv", ".jsonl"))):         # a drill's traces
-            continue
-        if name == "plot":              # matplotlib writes PATH.png for a PATH without extension
-            from astral_dsl.cli.common import plotted
-
-            path = plotted(path)
-        if os.path.isdir(path):
-            return f"{flag}: cannot write `{path}`: it is a folder (name a file in it)"
-        folder = os.path.dirname(path)
-        if folder and not os.path.isdir(folder):
-            return f"{flag}: cannot write `{path}`: there is no folder `{folder}`"
-    return None
 
 
 def _internal_error(exc: Exception) -> None:

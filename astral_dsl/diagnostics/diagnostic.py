@@ -83,13 +83,23 @@ class Related:
     message: str
 
 
+# a message or hint longer than this is shown by its start and end (excerpt): a name of a
+# million characters was echoed whole, twice (`unknown name` and its hint: 2 MB of output for
+# an 1 MB line), and so was a hint that lists a design's thousands of names
+MAX_TEXT = 2000
+
+
+def _bounded(text):
+    return excerpt(text, MAX_TEXT) if isinstance(text, str) and len(text) > MAX_TEXT else text
+
+
 @records.frozen
 class Diagnostic:
     code: str
     severity: Severity
-    message: str
+    message: str = attrs.field(converter=_bounded)
     span: Span | None = None
-    hint: str | None = None
+    hint: str | None = attrs.field(default=None, converter=_bounded)
     file: str | None = None  # for diagnostics without a span
     notes: tuple[str, ...] = ()
     related: tuple[Related, ...] = ()

@@ -328,13 +328,18 @@ def parse_grids(specs: Sequence[str], sets: Dict[str, str]) -> List[Grid]:
                             "takes its values from --grid alone")
         seen.add(name)
         grids.append(parse_spec(name, spec))
-    total = 1
-    for g in grids:
-        total *= len(g.values)
-    if total > MAX_POINTS:
-        raise GridError(f"the grids make {_many(total)} points, more than a sweep takes "
-                        f"({MAX_POINTS:,}); narrow a range or take a larger step")
+    too_many = too_many_points(math.prod(len(g.values) for g in grids))
+    if too_many is not None:
+        raise GridError(too_many)
     return grids
+
+
+def too_many_points(total: int) -> Optional[str]:
+    """Why grids of `total` points are more than a sweep takes, or None."""
+    if total <= MAX_POINTS:
+        return None
+    return (f"the grids make {_many(total)} points, more than a sweep takes ({MAX_POINTS:,}); "
+            f"narrow a range or take a larger step")
 
 
 def points(grids: Sequence[Grid]) -> Iterator[Dict[str, str]]:

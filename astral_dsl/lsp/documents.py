@@ -72,6 +72,10 @@ class AstralServer(LanguageServer):
         not pygls's "Error in server" popup, which the user can do nothing about."""
         if source is FeatureRequestError:
             return                    # a request: its error response says it
+        if isinstance(error, (ValueError, RecursionError)):   # pygls's io loop: not JSON, not
+            self.protocol.invalid(None, f"{type(error).__name__}: {error}",  # UTF-8, nested
+                                  lsp.ErrorCodes.ParseError)                 # past the parser
+            return
         text = f"astral: a notification was not handled: {type(error).__name__}: {error}"
         log.warning(text)
         self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning,

@@ -2,14 +2,14 @@
 whose params do not validate is answered with InvalidParams (not dropped), a request about a
 document that is not open too, one that runs out of time gets RequestFailed, a bug an
 InternalError naming it, and no error response carries a Python traceback (it goes to the
-server's log on standard error). An edit of a range is applied on LSP's lines (`edited`), not
+server's log on standard error). An edit of a range is applied on LSP's lines (`splice`), not
 on pygls's splitlines."""
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types as lsp
@@ -41,10 +41,17 @@ class _Dropped:
 class AstralProtocol(LanguageServerProtocol):
     """pygls's protocol, but a request whose params do not validate (a negative position, a
     string for a number, missing or null params) is answered with InvalidParams instead of
-    being dropped (which leaves the client waiting for good), and no error response carries a
-    traceback."""
+    being dropped (which leaves the client waiting for good), a message that is no JSON-RPC
+    message InvalidRequest, a request before `initialize` ServerNotInitialized, and no error
+    response carries a traceback."""
 
     def structure_message(self, data):
+        problem = _invalid(data) if isinstance(data, dict) and "jsonrpc" in data else None
+        if problem is not None:
+            # pygls keyed a request by an object's id ("unhashable type: 'dict'", answered as
+            # its InternalError) and took a message of an id alone for a response to the server
+            self.invalid(data.get("id") if _an_id(data.get("id")) else None, problem)
+            return _Dropped()
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -59,7 +66,30 @@ class AstralProtocol(LanguageServerProtocol):
     def handle_message(self, message):
         if isinstance(message, _Dropped):
             return
+        if not hasattr(message, "jsonrpc"):     # an array, null, a number, an object without
+            self.invalid(None, "a message is a JSON object with `\"jsonrpc\": \"2.0\"`")
+            return                              # `jsonrpc`: pygls's AttributeError, logged
+        method = getattr(message, "method", None)
+        if self._workspace is None and method not in (None, lsp.INITIALIZE, lsp.EXIT):
+            # before `initialize` (LSP: a request is answered ServerNotInitialized, a
+            # notification dropped): a hover was an InternalError naming pygls's RuntimeError
+            if getattr(message, "id", None) is not None:
+                self._send_response(message.id, error=lsp.ResponseError(
+                    code=lsp.ErrorCodes.ServerNotInitialized,
+                    message=f"{method}: the server is not initialized: send `initialize` "
+                            f"first"))
+            else:
+                log.warning("%s before `initialize`, dropped", method)
+            return
         super().handle_message(message)
+
+    def invalid(self, msg_id, problem: str, code: int = lsp.ErrorCodes.InvalidRequest) -> None:
+        """JSON-RPC's answer to a message that is no request, notification or response (or
+        not JSON: ParseError): an error response, whose id is null where it is not known."""
+        log.warning("a message skipped: %s", problem)
+        kind = "parse error" if code == lsp.ErrorCodes.ParseError else "invalid request"
+        self._send_data({"jsonrpc": "2.0", "id": msg_id,
+                         "error": {"code": code, "message": f"{kind}: {problem}"}})
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
@@ -80,32 +110,44 @@ class AstralProtocol(LanguageServerProtocol):
             params = lsp.DidChangeTextDocumentParams(
                 text_document=doc, content_changes=params.content_changes[
                     params.content_changes.index(whole[-1]) + 1:])
+        # a range is applied here, on LSP's lines: pygls's `lines` are Python's splitlines,
+        # which also break at U+2028, a form feed, U+0085...: in a document with one in a
+        # comment, an edit below it went in a line too low, and the server's text was no longer
+        # the editor's. The ranges of one message are applied to one list of lines, each to the
+        # lines it spans (each split the whole text again: an editor's replace-all of 20,000
+        # matches in a file of 5,000 lines held the event loop for over a minute)
+        text = self.workspace.get_text_document(doc.uri)
+        units = text.position_codec.client_num_units
+        lines: Optional[List[str]] = None
         for change in params.content_changes:
             if isinstance(change, lsp.TextDocumentContentChangePartial):
-                # applied here, on LSP's lines: pygls's `lines` are Python's splitlines, which
-                # also break at U+2028, a form feed, U+0085...: in a document with one in a
-                # comment, an edit below it went in a line too low, and the server's text was
-                # no longer the editor's
-                text = self.workspace.get_text_document(doc.uri)
-                fitted = self._fitted(doc.uri, change)
-                change = lsp.TextDocumentContentChangeWholeDocument(text=edited(
-                    text.source, fitted.range, fitted.text, text.position_codec.client_num_units))
+                if lines is None:
+                    lines = lsp_lines(self.workspace.get_text_document(doc.uri).source)
+                fitted = self._fitted(doc.uri, lines, change, units)
+                splice(lines, fitted.range, fitted.text, units)
+                continue
+            lines = None
             self.workspace.update_text_document(doc, change)
+        if lines is not None:
+            self.workspace.update_text_document(
+                doc, lsp.TextDocumentContentChangeWholeDocument(text="".join(lines)))
         handler = self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)
         if handler is not None:
             yield handler, (params,), None
 
-    def _fitted(self, uri: str, change: lsp.TextDocumentContentChangePartial):
-        """`change` with its range within the document's text (fit_range), logged and told the
+    def _fitted(self, uri: str, lines: List[str], change: lsp.TextDocumentContentChangePartial,
+                units: Callable[[str], int]):
+        """`change` with its range within the text of `lines` (fit_range), logged and told the
         client when it was not: pygls dropped an edit that starts past the last line, and put
         one past a line's end after its line break, in silence."""
-        text = self.workspace.get_text_document(uri)
-        fitted = fit_range(lsp_lines(text.source), change.range,
-                           text.position_codec.client_num_units)
+        fitted = fit_range(lines, change.range, units)
         if fitted == change.range:
             return change
-        message = (f"astral: didChange of {uri}: the range {_show(change.range)} runs past the "
-                   f"text; applied at {_show(fitted)}")
+        start, end = change.range.start, change.range.end
+        why = ("ends before it starts" if (end.line, end.character) < (start.line, start.character)
+               else "runs past the text")
+        message = (f"astral: didChange of {uri}: the range {_show(change.range)} {why}; "
+                   f"applied at {_show(fitted)}")
         log.warning(message)
         self.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(
             type=lsp.MessageType.Warning, message=message))
@@ -143,6 +185,29 @@ def edited(text: str, rng: lsp.Range, new: str, units: Callable[[str], int]) -> 
     return text[:offset(rng.start)] + new + text[offset(rng.end):]
 
 
+def splice(lines: List[str], rng: lsp.Range, new: str, units: Callable[[str], int]) -> None:
+    """`lines` (lsp_lines, changed in place) with `rng` (within their text: fit_range)
+    replaced by `new`, as `edited` replaces it in their text: the lines it spans, and one on
+    either side (a `\r` ending one line and a `\n` starting the next are one line end), split
+    again."""
+    def cut(p: lsp.Position) -> Tuple[int, int]:
+        if p.line >= len(lines):
+            return len(lines), 0
+        body, n = lines[p.line].rstrip("\r\n"), 0
+        for i, ch in enumerate(body):
+            if n >= p.character:
+                return p.line, i
+            n += units(ch)
+        return p.line, len(body)
+
+    (first, start), (last, end) = cut(rng.start), cut(rng.end)
+    head = lines[first][:start] if first < len(lines) else ""
+    tail = lines[last][end:] if last < len(lines) else ""
+    low, high = max(0, first - 1), min(len(lines), last + 2)
+    joined = "".join(lines[low:first]) + head + new + tail + "".join(lines[last + 1:high])
+    lines[low:high] = lsp_lines(joined)
+
+
 def fit_range(lines: List[str], rng: lsp.Range, units: Callable[[str], int]) -> lsp.Range:
     """`rng` within the text of `lines` (with their line breaks; `units` a line's length in
     the client's units): a character past its line's end is the line's end (LSP: "it defaults
@@ -161,6 +226,28 @@ def fit_range(lines: List[str], rng: lsp.Range, units: Callable[[str], int]) -> 
 
     start, stop = fit(rng.start), fit(rng.end)
     return lsp.Range(start=start, end=max(stop, start, key=lambda q: (q.line, q.character)))
+
+
+def _an_id(value) -> bool:
+    """Whether `value` is a JSON-RPC id, or none (a notification's; null, an error's)."""
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+
+
+def _invalid(data: dict) -> Optional[str]:
+    """What makes a JSON-RPC message invalid (its id; neither a method, a result nor an error),
+    or None."""
+    if not _an_id(data.get("id")):
+        return f"an id is a string or a number, not {_json_type(data['id'])}"
+    if not any(k in data for k in ("method", "result", "error")):
+        return ("a message names a `method` (a request, a notification) or holds a `result` or "
+                "an `error` (a response)")
+    return None
+
+
+def _json_type(value) -> str:
+    return ("true or false" if isinstance(value, bool) else "an object"
+            if isinstance(value, dict) else "an array" if isinstance(value, list) else
+            type(value).__name__)
 
 
 def _show(rng: lsp.Range) -> str:

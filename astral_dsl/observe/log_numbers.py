@@ -80,8 +80,10 @@ def whole_number(v, what) -> int:
 
 
 def finite_number(v, what) -> float:
-    if isinstance(v, bool) or v is None or v == "":
+    if v is None or v == "":
         raise ValueError(f"`{what}` is missing")
+    if isinstance(v, bool):         # a JSON true or false (it was said to be missing)
+        raise ValueError(f"`{what}` is not a number: {str(v).lower()}, a JSON yes/no value")
     if type(v) not in SCALARS:
         raise ValueError(f"`{what}` is not a single value: a JSON {json_kind(v)}")
     if type(v) is str and not_ascii(v):

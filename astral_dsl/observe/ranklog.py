@@ -101,6 +101,14 @@ def read_csv(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     if missing:
         return [], [diag("E782", "the rank log's header lacks " + ", ".join(missing), path,
                          "the header row names: " + ", ".join(REQUIRED) + " [, peer, op]")]
+    twice = [c for c in (*REQUIRED, "peer", "op") if header.count(c) > 1]
+    if twice:       # the last one was read: a log whose ranks were all one rank's number
+        at = [i + 1 for i, h in enumerate(header) if h == twice[0]]
+        return [], [diag("E782", f"the rank log's header names `{twice[0]}` {len(at)} times "
+                                 f"(columns {', '.join(map(str, at))}): which is the "
+                                 f"`{twice[0]}` is not known", path,
+                         "keep one column of each name: " + ", ".join(REQUIRED)
+                         + " [, peer, op]")]
     body = [(n + 2, r) for n, r in enumerate(rows[1:]) if r]
     width = len(header)
     cols: Dict[str, list] = {}

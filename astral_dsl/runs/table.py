@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, excerpt
 from astral_dsl.line_ends import lines_of
 from astral_dsl.runs.agree import DISAGREE, disagreements, rates_disagree
 from astral_dsl.runs.csvtext import (Lines, RecordTooLong, at, cell_columns, err, too_long,
@@ -135,6 +135,9 @@ def _cell(name: str, raw: str) -> Tuple[Optional[float], Optional[str]]:
     except ValueError:
         return None, f"`{raw.strip()[:40]}` is not a number"
     if not math.isfinite(value):
+        if text.lstrip("+-").lower() not in ("inf", "infinity", "nan"):    # 1e400, 400 nines
+            return None, (f"{excerpt(raw.strip(), 40)} is too large to represent (beyond "
+                          f"about 1.8e308)")
         return None, f"{raw.strip()[:40]} is not a finite number"
     if name in COUNTS:
         if value != int(value):

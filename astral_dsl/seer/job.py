@@ -48,6 +48,7 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
   interleaved job's `virtual_stages`: chosen by the rule (seer/rule.py)."""
 from __future__ import annotations
 
+import math
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError
@@ -93,7 +94,10 @@ def _model_value(v):
     if isinstance(v, bool) or v is None:
         return v
     if isinstance(v, (int, float)):
-        return Quantity(float(v))
+        try:
+            return Quantity(float(v))
+        except OverflowError:       # an int beyond a float: too large, as `1e400` is (E309)
+            return Quantity(math.inf if v > 0 else -math.inf)
     if isinstance(v, (list, tuple)):
         return ListValue(tuple(_model_value(x) for x in v))
     return v

@@ -17,7 +17,7 @@ from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.scope import Namespace, missing_hint
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
-from astral_dsl.semantics.collections import index_hint, range_hint, whole
+from astral_dsl.semantics.collections import index_hint, range_hint, shown_index, whole
 from astral_dsl.semantics.errors import check, fail
 
 
@@ -288,13 +288,15 @@ def _select(x, obj, e: ast.Index, env, whose: Optional[str] = None):
             return obj.slice(sel.start, sel.stop)
         i = whole(x, sel, e.selector.span, "an index")
         if not 0 <= i < size:
-            fail("E214", f"index {i} is out of range: {whose or 'the group'} has {size} "
-                         f"(indices 0 to {size - 1})", e.selector.span, index_hint(i, size))
+            fail("E214", f"index {shown_index(i)} is out of range: {whose or 'the group'} has "
+                         f"{size} (indices 0 to {size - 1})", e.selector.span,
+                 index_hint(i, size))
         return obj.at(i)
     if isinstance(obj, ListValue):
         i = whole(x, sel, e.selector.span, "an index")
         if not 0 <= i < len(obj.items):
-            fail("E214", f"index {i} is out of range: the list has {len(obj.items)} items",
+            fail("E214", f"index {shown_index(i)} is out of range: the list has "
+                         f"{len(obj.items)} items",
                  e.selector.span, index_hint(i, len(obj.items)))
         return obj.items[i]
     fail("E303", f"cannot index a {type_name(obj)}", e.span,

@@ -156,6 +156,14 @@ def range_hint(sel: RangeValue, size: int):
     return f"the members are 0..{size - 1}" if size else "the group is empty"
 
 
+def shown_index(index: int) -> str:
+    """An index for a message: one past 2^53 as the float it was read as (`1e23`), not the
+    int of that float (99999999999999991611392 for a `99999999999999999999999` written)."""
+    from astral_dsl.units.quantity import format_number
+
+    return str(index) if abs(index) < 2 ** 53 else format_number(float(index))
+
+
 def index_hint(index: int, size: int, last: str = "") -> str:
     """The hint of an index outside 0..size-1 (`last` the last one's label when it is not its
     number, as plane `D`, port `b`): an index one past the end perhaps from a range written for

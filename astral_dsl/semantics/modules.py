@@ -273,6 +273,12 @@ class ModuleLoader:
                                 f"({display_name(resolved)})", node.span,
                         "imports resolve only inside the project and the stdlib")
             return None
+        try:
+            resolved.is_file()
+        except OSError as exc:      # a name past the file system's (ENAMETOOLONG): was E000
+            self._error("E100", f"cannot read module `{node.dotted}`: {exc.strerror or exc}",
+                        span, "a module's path names a .astral file: check the import's names")
+            return None
         if resolved.exists() and not resolved.is_file():
             self._error("E100", f"cannot read module `{node.dotted}`: "
                                 f"{display_name(resolved)} is not a regular file", span,

@@ -96,6 +96,11 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
         return _literal(given, symbol, where)
     if isinstance(given, bool):
         return given
+    if isinstance(given, int) and abs(given) >= 1e308:
+        # said by its size: its repr() raised ValueError past 4,300 digits, and an int is finite
+        raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
+                                         f"an int of {given.bit_length()} bits is too large to "
+                                         f"represent (beyond about 1.8e308)", None))
     if isinstance(given, (int, float)):
         number = float(given) if abs(given) < 1e308 else math.inf
         if not math.isfinite(number):

@@ -56,6 +56,9 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
             hint = "comments start with `//`"
         elif ch in _LOGIC:
             hint = _LOGIC[ch]
+        elif ch in _UNIT_LOOKALIKES and source.text[:exc.pos_in_stream].rstrip()[-1:] in \
+                tuple("0123456789/"):                 # where a unit goes: `5 μW`, `kW/μs`
+            hint = _UNIT_LOOKALIKES[ch]
         elif ch == "\"":
             hint = "a string must end on the line it starts"
         elif ch.isalpha():
@@ -292,6 +295,16 @@ _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _LOGIC = {"&": "the logical and is the word `and`: `a and b`",
           "|": "the logical or is the word `or`: `a or b`",
           "!": "the negation is the word `not`: `not a` (`!=` compares)"}
+
+
+# the characters of a unit as a text may write it that the unit table spells otherwise: they
+# were "names use ASCII letters" (a Greek mu beside the micro sign `µW` that is read)
+_MICRO = "the micro prefix is `u` or `µ` (U+00B5 MICRO SIGN), not the Greek letter: `5 uW`"
+_OHM = "the unit of resistance is written `ohm`: `0.08 ohm/km`"
+_UNIT_LOOKALIKES = {"\u03bc": _MICRO, "\u03a9": _OHM, "\u2126": _OHM,
+                    "\u2103": "write `degC` (or `°C`): `45 degC`",
+                    "\u2109": "write `degF` (or `°F`): `113 degF`",
+                    "\u00ba": "a degree is `°` (U+00B0 DEGREE SIGN), or write `degC`: `45 degC`"}
 
 
 # terminals an expression may start with: where the parser wants one of them, a value is missing

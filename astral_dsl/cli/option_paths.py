@@ -1,0 +1,63 @@
+"""The paths of the options that name a file a command reads or writes, checked before the
+command runs (cli/__init__.py's main): none empty, none `-` for standard output, and each file
+to write in a folder that exists."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+
+# the options that name a file a command writes (each command's own), by their argparse dest
+_WRITTEN = (("output", "-o"), ("trace", "--trace"), ("ranks", "--ranks"), ("plot", "--plot"),
+            ("write_baseline", "--write-baseline"), ("netbox", "--netbox"), ("docs", "--docs"))
+
+
+# the options that name a file a command reads, by their argparse dest
+_READ = (("baseline", "--baseline"), ("calibration", "--calibration"),
+         ("highlight", "--highlight"), ("diagnosis", "--diagnosis"),
+         ("operator_table", "--operator-table"), ("gpu_file", "--gpu-file"),
+         ("tls_ca_file", "--tls-ca-file"), ("tls_cert", "--tls-cert"), ("tls_key", "--tls-key"))
+
+
+def empty(args) -> Optional[str]:
+    """The option of a file to read or write given as an empty path, or None: taken as not
+    given (`--calibration "$FIT"` with FIT unset forecast with the shipped fit, `-o ""` wrote
+    nothing, both in silence), or as `.` (report: "cannot write ``: Is a directory")."""
+    return next((flag for name, flag in _WRITTEN + _READ if getattr(args, name, None) == ""),
+                None)
+
+
+def writes_dash(args) -> Optional[str]:
+    """The option whose file to write is named `-` (standard output, by convention), or None:
+    every command wrote a file named `-` in the working directory (`astral forecast x --trace -
+    | jq` left 16 MB there and nothing on the pipe)."""
+    return next((flag for name, flag in _WRITTEN if getattr(args, name, None) == "-"), None)
+
+
+def nowhere(args) -> Optional[str]:
+    """Why a file the command would write cannot be, known before any work: its folder does
+    not exist, or it is a folder (a `calibrate` of two minutes, a `diagnose` or a `search`
+    said so only at the end, its work lost). A folder that is the output (`synth -o DIR`,
+    `export --netbox DIR`) is made with its parents."""
+    for name, flag in _WRITTEN:
+        path = getattr(args, name, None)
+        # (--docs is read first, as calibrate checks before its fit; render's picture is told
+        # by its own diagnostic, E703 with its hint, after a compile of seconds)
+        if not isinstance(path, str) or not path or name in ("netbox", "docs") or (
+                name == "output" and args.command == "render") or (
+                name == "output" and args.command == "synth"
+                and not path.endswith((".csv", ".jsonl"))):         # a drill's traces
+            continue
+        if name == "plot":              # matplotlib writes PATH.png for a PATH without extension
+            from astral_dsl.cli.common import plotted
+
+            path = plotted(path)
+        if os.path.isdir(path):
+            return f"{flag}: cannot write `{path}`: it is a folder (name a file in it)"
+        folder = os.path.dirname(path)
+        if folder and not os.path.isdir(folder):
+            return f"{flag}: cannot write `{path}`: there is no folder `{folder}`"
+    return None
+
+
+__all__ = ["empty", "nowhere", "writes_dash"]
