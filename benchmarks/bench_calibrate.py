@@ -1,8 +1,9 @@
 """What `astral calibrate` costs as a table grows by repeats: a100.csv's 14 runs given N times
 (ids of their own, the same configurations), fitted and left out as the command does
 (runs/accuracy.calibrate): rows, configurations, forecasts (Seer's iteration() and run()) and
-CPU seconds. The forecasts follow the configurations, not the rows (runs/configs.py); what still
-grows with the rows is reading and preparing them (runs/evaluate.prepare).
+CPU seconds. The forecasts, compiles and validations follow the configurations, not the rows
+(runs/configs.py); what still grows with the rows is reading and expressing them
+(runs/evaluate.prepare).
 
     python benchmarks/bench_calibrate.py [N ...]      (default: 3 20)
 """
@@ -25,22 +26,23 @@ from astral_dsl.seer.calibration import RUN_FILES  # noqa: E402
 forecast = importlib.import_module("astral_dsl.seer.forecast")
 
 
-def repeated(times: int, directory: Path) -> Path:
-    """a100.csv with its rows `times` over, each copy's ids suffixed `_k`."""
-    header, *lines = Path(RUN_FILES["a100"]).read_text(encoding="utf-8").splitlines()
+def repeated(times: int, directory: Path, table: str = "a100") -> Path:
+    """The shipped runs table `table` (a100.csv, modern.csv) with its rows `times` over, each
+    copy's ids suffixed `_k`."""
+    header, *lines = Path(RUN_FILES[table]).read_text(encoding="utf-8").splitlines()
     out = [header] + [f"{line.split(',', 1)[0]}_{k},{line.split(',', 1)[1]}"
                       for k in range(1, times + 1) for line in lines if line.strip()]
-    path = directory / f"a100x{times}.csv"
+    path = directory / f"{table}x{times}.csv"
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     return path
 
 
-def repeats(argv, default):
-    """a100.csv N times over (`repeated`) for each N of `argv` (default: `default`), in a folder
-    removed once they are all read."""
+def repeats(argv, default, table: str = "a100"):
+    """`table` (a100.csv) N times over (`repeated`) for each N of `argv` (default: `default`),
+    in a folder removed once they are all read."""
     with tempfile.TemporaryDirectory() as d:
         for times in [int(a) for a in argv] or default:
-            yield repeated(times, Path(d))
+            yield repeated(times, Path(d), table)
 
 
 def counting(patch=setattr) -> dict:

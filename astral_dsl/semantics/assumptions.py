@@ -19,7 +19,7 @@ it: a derived template's body or an argument that sets the field, an argument fo
 it as any warning. `assumed` with no reason is E223, used or not."""
 from __future__ import annotations
 
-from typing import Callable, List
+from typing import Callable, Iterable, List
 
 from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span, own_part
 from astral_dsl.model.values import POISON, Group, show
@@ -123,9 +123,9 @@ def param_assumed(it, node: ast.Param, value) -> None:
           f"state it from a source (or set it: `--set {name}=...`)", it.diagnostics)
 
 
-def unsaid(tree: ast.Module, diagnostics: List[Diagnostic]) -> None:
-    """E223 for each `assumed` of `tree` that says no reason."""
-    for node in ast.walk(tree):
+def unsaid(nodes: Iterable[ast.Node], diagnostics: List[Diagnostic]) -> None:
+    """E223 for each `assumed` among `nodes` (a tree's, ast.walk) that says no reason."""
+    for node in nodes:
         if isinstance(node, ast.Assumption) and (
                 node.reason is None or not node.reason.value.strip()):
             diagnostics.append(Diagnostic(

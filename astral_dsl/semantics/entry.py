@@ -52,14 +52,16 @@ def module_scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, M
 
 
 def _unreadable_names(tree: ast.Module, loader: ModuleLoader) -> Tuple[Diagnostic, ...]:
-    """keyword_names' E222s of `tree` and the E223s of its reasonless `assumed`, found once per tree of the loader (a walk of the whole
-    tree; every compile of a workspace reuses its loader's trees)."""
+    """keyword_names' E222s of `tree` and the E223s of its reasonless `assumed`, found once per
+    tree of the loader (one walk of the whole tree for both; every compile of a workspace
+    reuses its loader's trees)."""
     hit = loader.unreadable_names.get(id(tree))
     if hit is not None and hit[0] is tree:
         return hit[1]
     found: List[Diagnostic] = []
-    keyword_names(tree, found)
-    unsaid(tree, found)
+    nodes = list(ast.walk(tree))
+    keyword_names(nodes, found)
+    unsaid(nodes, found)
     loader.unreadable_names[id(tree)] = (tree, tuple(found))
     return tuple(found)
 

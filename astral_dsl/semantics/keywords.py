@@ -9,7 +9,7 @@ named; so is a read of `if` or `not` where the parser took it for a name (after 
 that binds tighter: `1 + not`, `2 * if c then 1 else 0`), which nothing can declare."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.syntax import ast
@@ -20,9 +20,10 @@ UNREADABLE = {"true": "is always the yes/no value `true`",
               "not": "starts a `not` expression"}
 
 
-def keyword_names(tree: ast.Module, diagnostics: List[Diagnostic]) -> None:
-    """E222 for each name declared in `tree` that no expression can read."""
-    for node in ast.walk(tree):
+def keyword_names(nodes: Iterable[ast.Node], diagnostics: List[Diagnostic]) -> None:
+    """E222 for each name declared among `nodes` (a tree's, ast.walk) that no expression can
+    read."""
+    for node in nodes:
         if isinstance(node, ast.Let):
             _check(node.name, "a `let`", diagnostics)
         elif isinstance(node, ast.Param):
