@@ -460,6 +460,24 @@ def test_a_negative_rank_or_iteration_is_a_bad_row(tmp_path, field, fmt):
     assert len(obs.ranks[0]) == 2 and obs.ranks[0].iteration.tolist() == [1, 1]
 
 
+@pytest.mark.parametrize("key", ["rank", "duration_s", "comment"])
+def test_a_jsonl_row_naming_a_key_twice_is_a_bad_row(tmp_path, key):
+    """A row `{"rank": 0, ..., "rank": 3}` was read as rank 3 (json keeps the last value),
+    silently: which value the logger meant is not known, so the row is E784 at its line."""
+    good = json.dumps(GOOD_ROW)
+    twice = json.dumps(dict(GOOD_ROW, start_s=1.0, **{key: 3}))[:-1] + f', "{key}": 4}}'
+    p = tmp_path / "log.jsonl"
+    p.write_text(good + "\n" + twice + "\n" + json.dumps(dict(GOOD_ROW, start_s=2.0)) + "\n")
+    obs = observe.load([str(p)])
+    assert codes(obs) == ["E784"], obs.diagnostics
+    d = obs.diagnostics[0]
+    assert d.message == ("1 row(s) of the rank log cannot be read and are skipped; the first, "
+                         f"line 2: the key `{key}` is given twice: which value is meant is "
+                         "not known")
+    assert d.hint == "columns: rank, iteration, phase, start_s, duration_s [, peer, op]"
+    assert list(obs.ranks) == [0] and len(obs.ranks[0]) == 2
+
+
 def test_whole_numbers_up_to_2_53_are_read_exactly(tmp_path):
     p = tmp_path / "log.jsonl"
     p.write_text(json.dumps(dict(GOOD_ROW, iteration=2 ** 53)) + "\n")

@@ -129,7 +129,8 @@ def read_jsonl(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]
         return [], [too_many]
     lines = [(n, line) for n, line in enumerate(lines_of(text), start=1) if line.strip()]
     try:
-        objs = json.loads("[" + ",".join(line for _, line in lines) + "]")
+        objs = json.loads("[" + ",".join(line for _, line in lines) + "]",
+                          object_pairs_hook=_once)
     except (ValueError, RecursionError):    # a bad line; one nested past the parser's depth
         objs = None
     if objs is not None and all(isinstance(o, dict) for o in objs):
@@ -142,12 +143,27 @@ def read_jsonl(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]
     def rows():
         for n, line in lines:
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, object_pairs_hook=_once)
             except (ValueError, RecursionError):
                 yield n, None
                 continue
-            yield n, obj if isinstance(obj, dict) else None
+            yield n, obj if isinstance(obj, (dict, _Twice)) else None
     return _build(path, rows())
+
+
+class _Twice(str):
+    """A JSON object naming a key twice (json keeps the last value, silently): why its row
+    cannot be read."""
+
+
+def _once(pairs):
+    """A JSON object's pairs -> its dict, or _Twice when a key comes twice."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+    return _Twice(f"the key `{printable(twice)}` is given twice: which value is meant is "
+                  f"not known")
 
 
 def columns_to_traces(path: str, cols) -> Tuple[List[RankTrace], List[Diagnostic]]:
@@ -308,8 +324,8 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
     unknown: Dict[str, int] = {}
     names = set()
     for line, row in rows:
-        if row is None:
-            bad.append((line, "not a JSON object"))
+        if row is None or isinstance(row, _Twice):
+            bad.append((line, row or "not a JSON object"))
             continue
         names.add(str(row.get("phase", "")))
         parsed = _row(row, unknown)
