@@ -237,6 +237,7 @@ def test_error_example_yields_its_code(block: Block, tmp_path: Path):
 # The compiler's codes no example can show: about the files read, or the invocation
 _NO_EXAMPLE = {
     "E100", "E101", "E102", "E108", "W100",   # unreadable, not UTF-8, binary, too large, empty
+    "W101",                                   # an invisible character: written with printf
     "E207",                                   # an import outside the project (a path here)
     "E221",                                   # an unknown --job (an option of a command)
     "E406",                                   # imports 64 deep (64 files)
@@ -357,7 +358,7 @@ def test_every_code_has_an_example():
     # console sessions instead
     # (and a climate file shorter than a year: a second file)
     by_console = {"E000", "E100", "E101", "E102", "E108", "E207", "E406", "E407", "E410", "E662",
-                  "W100",
+                  "W100", "W101",
                   "W643",
                   "E700", "E701", "E702", "E703", "E704", "E800", "E801", "E802", "E803", "W800"}
     # codes of `astral forecast --scenario` only (a job under a scenario's failures), and of

@@ -781,3 +781,48 @@ def test_a_units_exponent_other_than_0_to_9_is_not_read():
     with pytest.raises(UnitSpecError, match="malformed unit"):
         parse_unit("m^\u0662")
     assert parse_unit("m^2").dims == parse_unit("m*m").dims
+
+
+HINT_W101 = ("delete it: it reorders how editors and terminals show the rest of the line "
+             "(\"Trojan Source\", CVE-2021-42574), and right-to-left words show in their order "
+             "without it")
+
+
+@pytest.mark.parametrize("point", ["\u202a", "\u202e", "\u2066", "\u2069"])
+def test_w101_a_bidi_control_in_a_comment_or_string_is_a_warning(point):
+    """A bidirectional control character ("Trojan Source", CVE-2021-42574) in a comment or a
+    string was accepted silently: W101 at the first one of each comment or string."""
+    from astral_dsl.syntax.bidi import bidi_warnings
+    import unicodedata
+
+    text = (f'let a = "x{point}y{point}" // z{point}\n'
+            f'/* one\n two {point} */ let b = 1\n'
+            f'let c = 2 // none\n')
+    P(text)                                          # it parses: the warning is all
+    found = bidi_warnings(Source("m.astral", text))
+    name = unicodedata.name(point)
+    assert [(d.code, d.severity.value, start(d), d.message, d.hint) for d in found] == [
+        ("W101", "warning", pos_, f"{where} holds a bidirectional control character, "
+                                  f"U+{ord(point):04X} ({name}): the line may read other than "
+                                  f"it compiles", HINT_W101)
+        for pos_, where in [((1, 11), "a string"), ((1, 20), "a comment"), ((3, 6), "a comment")]]
+    assert bidi_warnings(Source("m.astral", "let a = \"\u05d0\u05d1\" // \u00e9\n")) == []
+
+
+def test_w101_a_design_says_it_and_fmt_keeps_the_character(tmp_path):
+    text = 'let a = 4 // limit \u202e\u2066 then 8\nsite S { power = 1 W }\n'
+    design = astral_dsl.loads(text, name="m.astral", root=tmp_path)
+    assert [(d.code, start(d)) for d in design.diagnostics] == [("W101", (1, 20))]
+    assert design.valid
+    from astral_dsl.fmt import format_text
+    assert format_text(text) == text
+
+
+def test_w101_twenty_are_said_the_last_counting_the_rest():
+    from astral_dsl.syntax.bidi import MAX_SAID, bidi_warnings
+
+    text = "".join(f"let a{i} = 1 // \u202e\n" for i in range(25))
+    found = bidi_warnings(Source("m.astral", text))
+    assert len(found) == MAX_SAID == 20 and start(found[-1]) == (20, 16)
+    assert found[-1].message.endswith("(and 5 more comment(s) or string(s) hold one)")
+    assert "more" not in found[-2].message

@@ -15,6 +15,7 @@ CODES: dict[str, str] = {
     "E107": "invalid string literal",
     "E108": "file too large",
     "W100": "file is empty",
+    "W101": "bidirectional control character in a comment or string",
     # E2xx: names, imports and declarations
     "E200": "unknown name",
     "E201": "unknown kind of declaration",

@@ -17,6 +17,7 @@ from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.semantics.missing import missing_module_hint
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_all
+from astral_dsl.syntax.bidi import bidi_warnings
 from astral_dsl.syntax.source import Source, decode
 
 Reader = Callable[[Path], bytes]
@@ -324,6 +325,7 @@ class ModuleLoader:
         if not tree.items and not source.text.strip():
             self.diagnostics.append(Diagnostic("W100", Severity.WARNING, "the file is empty",
                                                Span.at(name, 1, 1)))
+        self.diagnostics.extend(bidi_warnings(source))
         return LoadedModule(key, path, source, tree, is_stdlib)
 
     def _over_budget(self, source: Source, size: int, at: Optional[Span]) -> Optional[Diagnostic]:
