@@ -597,3 +597,16 @@ def test_the_base_units_of_information_are_bits():
     assert preferred_unit(dim(kg=-1, m=-2, s=4)) == "s^4/kg/m^2"
     err = raises_unit_error(lambda: Q(1, "s/GB").to("kW"))
     assert "`s/b`" in err.hint
+
+
+def test_a_quantity_formats_its_magnitude_with_a_spec_and_keeps_its_unit():
+    """`format(q, ".3f")` was a TypeError (object.__format__ takes no spec): the spec formats
+    the magnitude, the unit follows as str() shows it; an empty spec is str()."""
+    q = Quantity.of(40.8123, "kW")
+    assert (format(q, ".3f"), f"{q:>8.1f}", f"{q}", format(q, "")) == (
+        "40.812 kW", "    40.8 kW", "40.8123 kW", "40.8123 kW")
+    assert f"{Quantity.of(3.14159):.2f}" == "3.14"                    # a plain number: no unit
+    assert f"{Quantity.of(40, 'degC'):.1f}" == "40.0 degC"            # a point, in its unit
+    assert f"{Quantity.of(45.25, '%'):.1f}" == "45.2 %"
+    with pytest.raises(ValueError, match="Unknown format code 'd'"):
+        format(q, "d")

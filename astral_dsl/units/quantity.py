@@ -159,6 +159,15 @@ class Quantity:
     def __repr__(self) -> str:
         return f"Quantity({self})"
 
+    def __format__(self, spec: str) -> str:
+        """`f"{q:.3f}"`: the magnitude formatted with `spec` as a float is, then the unit as
+        str() shows it (`40.812 kW`); an empty spec is str(q). A spec a float does not take
+        is the float's ValueError."""
+        if not spec:
+            return str(self)
+        number = format(self.magnitude, spec)
+        return f"{number} {self.unit}" if self.unit else number
+
     def key(self):
         """What equality and hashing compare: the SI value to 12 significant digits (a float's
         last digits are rounding), its dimension and whether it is a point. Relative, not a
