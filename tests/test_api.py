@@ -355,6 +355,19 @@ def test_instance_takes_the_path_of_any_replica():
         assert design.instance(missing) is None, missing
 
 
+
+@pytest.mark.parametrize("path, kind", [(5, "int"), (None, "NoneType"),
+                                        (("Astral",), "tuple")])
+def test_instance_of_a_path_that_is_not_a_str_is_a_type_error(path, kind):
+    """`design.instance(5)` returned None, as for a path that names nothing: a wrong kind of
+    argument is the caller's TypeError naming it (docs/api.md, "Errors")."""
+    design = astral_dsl.load(REPO / "examples" / "astral.astral")
+    with pytest.raises(TypeError) as info:
+        design.instance(path)
+    assert str(info.value) == (f"path is an instance's path (a str such as \"S.racks[3]\"), "
+                               f"not {kind}")
+
+
 def test_a_bad_override_points_at_the_parameter_and_says_how_to_quote_text(tmp_path):
     path = tmp_path / "d.astral"
     path.write_text('param label = "x"\nparam n = 2\nsite S { }\n')

@@ -284,11 +284,15 @@ class Design:
     def instance(self, path: str) -> Optional[Instance]:
         """The instance at `path`: its canonical path (`.path`, the first place it appears) or
         the path of any replica of it (`S.racks[3]`, shared with `S.racks[0]`: replication is
-        symbolic); None when the path names no instance (or a group, `racks[*]`)."""
+        symbolic); None when the path names no instance (or a group, `racks[*]`). A `path`
+        that is not a str is the caller's TypeError (docs/api.md, "Errors")."""
+        if not isinstance(path, str):
+            raise TypeError(f"path is an instance's path (a str such as \"S.racks[3]\"), not "
+                            f"{type(path).__name__}")
         for inst in self.instances:
             if inst.path == path:
                 return inst
-        return self._walk(path) if isinstance(path, str) else None
+        return self._walk(path)
 
     def _walk(self, path: str) -> Optional[Instance]:
         steps = re.findall(r"([A-Za-z_]\w*)(?:\[(\d+)\])?(?:\.|$)", path)
