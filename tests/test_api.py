@@ -15,6 +15,7 @@ from clirun import astral
 import astral_dsl
 from astral_dsl.seer.calibration import shipped_document
 from astral_dsl.units import Quantity
+from astral_dsl.units.quantity import format_number
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
@@ -379,6 +380,29 @@ def test_a_bad_override_points_at_the_parameter_and_says_how_to_quote_text(tmp_p
     assert dict(ws.with_params(label='"abc"').design.params)["label"] == "abc"
     other = next(d for d in ws.with_params(n="zz").design.diagnostics if d.code == "E310")
     assert other.span is not None and other.span.start.line == 2 and other.hint
+
+
+@pytest.mark.parametrize("given", [1.5e308, 1e308, int(1.5e308), 2 ** 1024 - 2 ** 970 - 1])
+def test_a_finite_number_past_1e308_is_a_number_or_too_large_in_si(tmp_path, given):
+    """A float between 1e308 and the largest float was "not a finite number" (read as inf
+    past 1e308), and so was an int there "too large to represent": it is finite. A plain
+    number takes it; in kW it is beyond a float in SI units, said so at the parameter."""
+    path = tmp_path / "d.astral"
+    path.write_text("param n = 2\nparam p = 3 kW\nsite S { }\n")
+    ws = astral_dsl.compile(path)
+    plain = ws.with_params(n=given).design
+    assert not [d for d in plain.diagnostics if d.is_error]
+    assert dict(plain.params)["n"].si == float(given)
+    for value in (given, str(float(given)), f"{float(given)} kW"):
+        bad = [d for d in ws.with_params(p=value).design.diagnostics if d.is_error]
+        assert [(d.code, d.message, d.hint, d.span.start.line) for d in bad] == [
+            ("E310", f"--set p: {format_number(float(given))} kW is too large to represent "
+                     f"(beyond about 1.8e308 in SI units)",
+             "write it in a larger unit or check the number", 2)]
+    # past the largest float: an int is said by its size, a float is an infinity
+    huge = [d.message for d in ws.with_params(n=2 ** 1024 - 2 ** 970).design.diagnostics]
+    assert huge == ["--set n: an int of 1024 bits is too large to represent (beyond about "
+                    "1.8e308)"]
 
 
 def test_forecast_refuses_a_design_with_errors_as_the_command_does():

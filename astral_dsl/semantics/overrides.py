@@ -96,13 +96,13 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
         return _literal(given, symbol, where)
     if isinstance(given, bool):
         return given
-    if isinstance(given, int) and abs(given) >= 1e308:
+    if isinstance(given, int) and abs(given) >= 2 ** 1024 - 2 ** 970:   # past the largest float
         # said by its size: its repr() raised ValueError past 4,300 digits, and an int is finite
         raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
                                          f"an int of {given.bit_length()} bits is too large to "
                                          f"represent (beyond about 1.8e308)", None))
     if isinstance(given, (int, float)):
-        number = float(given) if abs(given) < 1e308 else math.inf
+        number = float(given)           # an int of at most 1e308 fits a float (above: said)
         if not math.isfinite(number):
             raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
                                              f"{excerpt(repr(given))} is not a finite number",
@@ -171,7 +171,15 @@ def _bare(number: float, symbol: ParamSymbol, where: str) -> Quantity:
 
 
 def _quantity(value: float, unit: str) -> Quantity:
+    """`value` in `unit`; E310 for a unit the table does not know, or an amount that is finite
+    in its unit but beyond a float in SI units (`1.5e308 kW`, 1.5e311 W), as a literal's E309."""
     try:
-        return Quantity.from_unit(value, parse_unit(unit))
+        q = Quantity.from_unit(value, parse_unit(unit))
     except UnitSpecError as exc:
         raise DiagnosticError(Diagnostic("E310", Severity.ERROR, str(exc), None, exc.hint))
+    if not math.isfinite(q.si):
+        raise DiagnosticError(Diagnostic(
+            "E310", Severity.ERROR, f"{format_number(value)} {unit} is too large to represent "
+                                    f"(beyond about 1.8e308 in SI units)", None,
+            "write it in a larger unit or check the number"))
+    return q
