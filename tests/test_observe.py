@@ -746,7 +746,28 @@ def test_a_fifo_swapped_in_after_the_check_does_not_block(tmp_path):
         pytest.fail("reading a FIFO blocked waiting for a writer")
     traces, diags = box["out"]
     assert traces == [] and [d.code for d in diags] == ["E780"]
-    assert "not a regular file" in diags[0].message
+    # and says what to give, as a FIFO named on the command line does (it had no hint)
+    assert (diags[0].message, diags[0].hint, diags[0].file) == (
+        "cannot read the file: not a regular file (a FIFO, device or socket)",
+        "give a profiler trace or a rank log, or a directory of them", str(fifo))
+
+
+@pytest.mark.parametrize("make, message, hint", [
+    (lambda p: p.mkdir(), "cannot read the file: Is a directory",
+     "name a profiler trace or a rank log, not a folder"),
+    (lambda p: None, "cannot read the file: No such file or directory",
+     "check the path: a relative one starts at the working directory")])
+def test_a_file_that_cannot_be_read_says_what_to_do(tmp_path, make, message, hint):
+    """read_file (observe's public reader) of a path that is gone by the time it is read,
+    or a folder: E780 with E100's hint for the reason (it had none)."""
+    import importlib
+
+    observe_load = importlib.import_module("astral_dsl.observe.load")
+    path = tmp_path / "rank0.json"
+    make(path)
+    traces, diags = observe_load.read_file(str(path))
+    assert traces == [] and [(d.code, d.message, d.hint) for d in diags] == [
+        ("E780", message, hint)]
 
 
 def test_a_file_past_the_cap_is_refused_unread(tmp_path):

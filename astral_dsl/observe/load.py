@@ -61,14 +61,23 @@ def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnos
         elif os.path.isfile(p):
             out.append((p, True))
         else:
-            from astral_dsl.semantics.modules import unreadable_hint
-
             gone = not os.path.exists(p)
-            diags.append(diag("E780", "no such file or directory" if gone
-                              else "not a regular file", p,
-                              unreadable_hint(errno.ENOENT, imports=False) if gone else
-                              "give a profiler trace or a rank log, or a directory of them"))
+            diags.append(_unreadable(p, "no such file or directory" if gone
+                                     else "not a regular file",
+                                     errno.ENOENT if gone else errno.EINVAL))
     return out, diags
+
+
+def _unreadable(path: str, message: str, err: Optional[int]) -> Diagnostic:
+    """E780 for a path that cannot be read (the OS error `err`), with what to do: E100's hint
+    for a missing path, permissions, a link loop; for a FIFO, a device or a socket (EINVAL,
+    regularfile.open_regular's), what to give instead."""
+    from astral_dsl.semantics.modules import unreadable_hint
+
+    return diag("E780", message, path,
+                "give a profiler trace or a rank log, or a directory of them"
+                if err == errno.EINVAL else unreadable_hint(err, "a profiler trace or a rank log",
+                                                            imports=False))
 
 
 def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
@@ -210,7 +219,8 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
         if head == b"\x1f\x8b" and len(data) <= MAX_BYTES:
             data = _gunzip(data)
     except OSError as exc:
-        return [], [diag("E780", f"cannot read the file: {exc.strerror or exc}", path)]
+        return [], [_unreadable(path, f"cannot read the file: {exc.strerror or exc}",
+                                exc.errno)]
     except _CORRUPT as exc:
         return [], [diag("E781", f"the compressed file is truncated or corrupt ({exc})", path,
                          "copy the file again from the host that wrote it")]
