@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from clirun import astral
 
 import astral_dsl
 from astral_dsl.explore import margins as _margins
@@ -72,6 +73,24 @@ def test_search_refuses_what_the_command_refuses_before_any_work():
         astral_dsl.search(POD, objective="speed")
     with pytest.raises(astral_dsl.SearchError, match="more than 1,024 local worker processes"):
         astral_dsl.search(POD, workers=100_000)
+
+
+def test_search_names_the_api_arguments_where_the_command_names_its_options():
+    """`search(gpus=[10**9])` said `--gpus 1000000000`, the command's option, to a caller that
+    gave no option; the command still says `--gpus` (and `--objective`)."""
+    for kw, said in [(dict(gpus=[10 ** 9]), "{}gpus 1000000000: the placement `Lab.pods[0]` "
+                                            "holds 4,096 GPUs"),
+                     (dict(objective="cost_per_token", gpus=[8]),
+                      "{}objective cost_per_token needs prices: declare a `price` on the hosts "
+                      "(or the GPUs) and the other equipment")]:
+        with pytest.raises(astral_dsl.SearchError) as info:
+            astral_dsl.search(POD, **kw)
+        assert str(info.value) == said.format("")
+        args = [f"--{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+                for k, v in kw.items()]
+        run = astral("search", POD, *args)
+        assert run.returncode == 2 and run.stderr.endswith(
+            f"astral: error: {said.format('--')}\n"), run.stderr
 
 
 def test_a_sweep_of_too_many_listed_values_is_refused_before_one_is_read(monkeypatch):

@@ -47,7 +47,8 @@ def search(target: Target, job: Optional[str] = None, objective: str = "tokens_p
     try:                       # `workers` past its bounds: the message `--workers` gives
         return _search.run(os.fspath(path), job=job, objective=objective, top=top, gpus=counts,
                            sets=sets, workers=workers, life_s=life_s,
-                           calibration=calibration_of(calibration), sure_fit=sure_fit)
+                           calibration=calibration_of(calibration), sure_fit=sure_fit,
+                           option=str)                 # `gpus`, not `--gpus`
     except ValueError as exc:
         if isinstance(exc, _search.SearchError):
             raise

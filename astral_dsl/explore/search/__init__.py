@@ -118,14 +118,16 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         gpus: Sequence[int] = (), sets: Optional[Dict[str, str]] = None,
         cluster=None, workers: Optional[int] = None,
         progress: Optional[Callable[[str, int, Optional[int]], None]] = None, engine=None,
-        life_s: float = LIFE_S, calibration=None, sure_fit: bool = False) -> SearchResult:
-    """The top `top` configurations (module docstring). `calibration`: Seer's constants (a
-    seer.calibration.Calibration; default: the shipped fit), for the bounds and the
-    forecasts alike. `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it,
+        life_s: float = LIFE_S, calibration=None, sure_fit: bool = False,
+        option: Callable[[str], str] = "--{}".format) -> SearchResult:
+    """The top `top` configurations (module docstring). `option` names an argument in the
+    caller's words, as for `refused` (the command's `--gpus`; the API's `gpus`).
+    `calibration`: Seer's constants (a seer.calibration.Calibration; default: the shipped
+    fit), for the bounds and the forecasts alike. `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it,
     before any work). `sure_fit`: rank only the configurations whose memory estimate plus its
     uncertainty fits in the GPU (none that `may_not_fit`): the top k of those."""
     local_workers("workers", workers)
-    why = refused(objective, top)
+    why = refused(objective, top, option)
     if why is not None:
         raise SearchError(why)
     sets = dict(sets or {})
@@ -144,10 +146,10 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         raise SearchError(str(exc), said + exc.diagnostics) from None
     too_many = [n for n in setup.gpus if n > state.cluster.gpus or n < 1]
     if too_many:
-        raise SearchError(f"--gpus {too_many[0]}: the placement `{state.cluster.placement}` "
+        raise SearchError(f"{option('gpus')} {too_many[0]}: the placement `{state.cluster.placement}` "
                           f"holds {state.cluster.gpus:,} GPUs")
     diagnostics: List[Any] = []
-    weight = _weights(objective, ws, state, life_s, diagnostics)
+    weight = _weights(objective, ws, state, life_s, diagnostics, option)
     try:
         configs, counts = enumerate_space(state.space)
     except TooLarge as exc:
@@ -205,8 +207,9 @@ class _Weight:
         return gpus * self.per_gpu_usd * seconds / self.life_s / self.tokens
 
 
-def _weights(objective: str, ws, state, life_s: float, diagnostics) -> _Weight:
-    """Prices, when the design declares any (W800 names what has none)."""
+def _weights(objective: str, ws, state, life_s: float, diagnostics,
+             option: Callable[[str], str]) -> _Weight:
+    """Prices, when the design declares any (W800 names what has none); `option` as run's."""
     from astral_dsl.pipeline import check
     from astral_dsl.explore.cost import priced, priced_cost
     from astral_dsl.model.rollup import count_of
@@ -220,8 +223,8 @@ def _weights(objective: str, ws, state, life_s: float, diagnostics) -> _Weight:
             cost, unpriced = priced_cost(checked.design, checked.engineering)
     if cost is None:
         if objective == "cost_per_token":
-            raise SearchError("--objective cost_per_token needs prices: declare a `price` on "
-                              "the hosts (or the GPUs) and the other equipment")
+            raise SearchError(f"{option('objective')} cost_per_token needs prices: declare a "
+                              f"`price` on the hosts (or the GPUs) and the other equipment")
         return _Weight(tokens=tokens, life_s=life_s)
     if unpriced is not None:
         diagnostics.append(unpriced)
