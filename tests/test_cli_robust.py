@@ -720,3 +720,24 @@ def test_an_option_of_a_file_given_an_empty_path_is_a_usage_error(tmp_path):
         assert (p.returncode, p.stderr) == (
             2, f"astral: error: {flag}: the path is empty: it names no file\n"), (args, p.stderr)
         assert list(tmp_path.iterdir()) == [], args
+
+
+def test_an_empty_job_or_scenario_name_is_a_usage_error(tmp_path):
+    """`--job ""` (`--job "$JOB"` with JOB unset) was looked up as a name: "--job : no such
+    job" (E221), the name shown as nothing; an empty --scenario alike (E216)."""
+    design = str(REPO / "examples" / "explore.astral")
+    observed = tmp_path / "log.csv"
+    observed.write_text("rank,iteration,phase,start_s,duration_s\n0,1,forward,0,1\n")
+    for args, flag, what in ((["forecast", design, "--job", ""], "--job", "job"),
+                             (["search", design, "--job="], "--job", "job"),
+                             (["diagnose", design, "--job", "", "--observed", observed],
+                              "--job", "job"),
+                             (["report", design, "-o", "x.html", "--job", "llama70b",
+                               "--job", ""], "--job", "job"),
+                             (["forecast", design, "--scenario", ""], "--scenario", "scenario"),
+                             (["check", design, "--scenario="], "--scenario", "scenario")):
+        p = astral(*args, cwd=tmp_path)
+        assert (p.returncode, p.stderr) == (
+            2, f"astral: error: {flag}: the name is empty: it names no {what}\n"), \
+            (args, p.stderr)
+        assert sorted(f.name for f in tmp_path.iterdir()) == ["log.csv"], args

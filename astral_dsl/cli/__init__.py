@@ -268,6 +268,9 @@ def _main(argv: Optional[List[str]]) -> int:
         empty = option_paths.empty(args)
         if empty is not None:
             return usage(f"{empty}: the path is empty: it names no file")
+        unnamed = option_paths.empty_name(args)
+        if unnamed is not None:
+            return usage(unnamed)
         dash = option_paths.writes_dash(args)
         if dash is not None:
             what = "folder" if dash == "--netbox" else "file"

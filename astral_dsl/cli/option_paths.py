@@ -1,6 +1,6 @@
 """The paths of the options that name a file a command reads or writes, checked before the
 command runs (cli/__init__.py's main): none empty, none `-` for standard output, and each file
-to write in a folder that exists."""
+to write in a folder that exists; and the names of `--job` and `--scenario`, none empty."""
 from __future__ import annotations
 
 import os
@@ -25,6 +25,20 @@ def empty(args) -> Optional[str]:
     nothing, both in silence), or as `.` (report: "cannot write ``: Is a directory")."""
     return next((flag for name, flag in _WRITTEN + _READ if getattr(args, name, None) == ""),
                 None)
+
+
+# the options that name a job or a scenario of the design (a str, or a list when repeated)
+_NAMED = (("job", "--job", "job"), ("scenario", "--scenario", "scenario"))
+
+
+def empty_name(args) -> Optional[str]:
+    """Why an option naming a job or a scenario names none (`--job ""`, as `--job "$JOB"`
+    with JOB unset), or None: it was looked up as a name, `--job : no such job` (E221)."""
+    for name, flag, what in _NAMED:
+        given = getattr(args, name, None)
+        if given == "" or (isinstance(given, list) and "" in given):
+            return f"{flag}: the name is empty: it names no {what}"
+    return None
 
 
 def writes_dash(args) -> Optional[str]:
@@ -60,4 +74,4 @@ def nowhere(args) -> Optional[str]:
     return None
 
 
-__all__ = ["empty", "nowhere", "writes_dash"]
+__all__ = ["empty", "empty_name", "nowhere", "writes_dash"]
