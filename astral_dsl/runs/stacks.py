@@ -221,7 +221,8 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             if moe:
                 dtype = (precision_of(row.precision, row.gpu)[0] or ("",))[0]
                 overlap, how = recipe_ep_overlap(_n(row.model), gpu_key(row.gpu), dtype,
-                                                 release, pp, row.count("vp", 1) or 1)
+                                                 release, pp, row.count("vp", 1) or 1,
+                                                 row.count("ep", 1))
                 fields["ep_overlap"] = overlap
                 assumed.append(how)
                 attn, how = recipe_attention_precision(_n(row.model), gpu_key(row.gpu), dtype,
