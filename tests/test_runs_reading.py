@@ -278,11 +278,12 @@ def test_automodel_rows_are_scored_on_tflops_with_attention_counted_causal():
 
 
 def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
-    """Megatron-Bridge 0.6.2's GB200 DeepSeek-V3 recipes (EP 64) set HybridEP's
+    """Megatron-Bridge 0.6.0's and 0.6.2's GB200 DeepSeek-V3 recipes (EP 64) set HybridEP's
     NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64: 64 GPUs of each 72-GPU rack, 16 of its 18
     trays of 4 (runs/stacks.HYBRID_EP_DOMAIN); the token-drop variant too (same recipe, the
     alltoall dispatcher). Not GPT-OSS 120B's, not H100's, not another EP degree, not before
-    NeMo 25.09; a scalable unit of 8 racks then holds 8 x 64 = 512 of the job's GPUs."""
+    NeMo 25.09; a scalable unit of 8 racks then holds 8 x 64 = 512 of the job's GPUs. A row
+    names the release it is read with: 0.6.0 through NeMo 26.08 (r001), 0.6.2 after."""
     from astral_dsl.runs.stacks import stack_of, su_gpus
     from astral_dsl.runs.system_spec import SYSTEMS
 
@@ -295,6 +296,13 @@ def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
     assert got == {"r001": 16, "r146": 16, "r121": 16, "r003": None, "ep32": None,
                    "h100": None, "old": 16}
     assert su_gpus(SYSTEMS["DGX-GB200"], 16) == 512 and su_gpus(SYSTEMS["DGX-GB200"], None) == 576
+    later = _row("r001", id="later", source_version="NeMo 26.10 container (Megatron-Bridge)")
+    said = {r.id: [a for a in stack_of(r, True, 1, 4, 64).assumed if "trays of each" in a]
+            for r in parse_table(_csv([_row("r001"), later]), "t.csv").runs}
+    tail = "the recipe's HybridEP topology puts its EP group in one NVLink domain " \
+        "(Megatron-Bridge {}, NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64)"
+    assert said == {"r001": ["16 trays of each NVL72 rack, 64 GPUs: " + tail.format("0.6.0")],
+                    "later": ["16 trays of each NVL72 rack, 64 GPUs: " + tail.format("0.6.2")]}
 
 
 def test_deepseek_v3_on_gb200_in_fp8_recomputes_its_recipes_dense_mlps():
