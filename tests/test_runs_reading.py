@@ -423,10 +423,10 @@ def test_a_dropless_blackwell_row_before_nemo_26_02_dispatches_with_alltoall():
 def test_gpt_oss_keeps_the_alltoall_dispatcher_but_in_mxfp8_on_gb200():
     """Megatron-Bridge's GPT-OSS provider and recipes set the alltoall dispatcher (0.3.0
     gpt_oss_provider.py:72, 0.6.2 recipes/gpt_oss/h100/gpt_oss.py:204, never applying its
-    "deepep" backend), and only 0.6.2's GB200 MXFP8 performance recipe switches to HybridEP
-    (perf_recipes/gpt_oss/common.py): runs/moe_recipe.py. GPT-OSS 120B in BF16 on B200 (r131,
-    EP 8; r109, EP 64) and GB200 (r040) and on H100 (r137) reads no dispatcher (alltoall, said
-    in its assumptions); in MXFP8 on GB200 (r003) HybridEP; a B200 MXFP8 row (the recipe's
+    "deepep" backend), and only 0.6.0's and 0.6.2's GB200 MXFP8 performance recipe switches to
+    HybridEP (perf_recipes/gpt_oss/common.py): runs/moe_recipe.py. GPT-OSS 120B in BF16 on
+    B200 (r131, EP 8; r109, EP 64) and GB200 (r040) and on H100 (r137) reads no dispatcher
+    (alltoall, said in its assumptions); in MXFP8 on GB200 (r003) HybridEP; a B200 MXFP8 row (the recipe's
     gpt_oss_120b_pretrain_64gpu_b200_fp8mx_config) alltoall; DeepSeek-V3 on B200 in BF16 still
     HybridEP (its recipe's)."""
     from astral_dsl.runs.moe_recipe import recipe_alltoall
@@ -441,7 +441,10 @@ def test_gpt_oss_keeps_the_alltoall_dispatcher_but_in_mxfp8_on_gb200():
     assert got == {"r131": None, "r109": None, "r040": None, "r137": None, "r003": "hybridep",
                    "b200mx": None, "dsv3b200": "hybridep"}
     said = [a for a in stacks["r131"].assumed if "alltoall token dispatcher" in a]
-    assert len(said) == 1 and "gpt_oss_provider.py" in said[0]
+    assert said == ["Megatron-Core's alltoall token dispatcher (NCCL all-to-all): the model's "
+                    "Megatron-Bridge provider and recipes keep it (0.3.0 gpt_oss_provider.py; "
+                    "0.6.0 and 0.6.2 performance recipes, HybridEP on GB200 in MXFP8 only: "
+                    "runs/moe_recipe.py)"]
     assert not any("flex token dispatcher" in a for a in stacks["r131"].assumed)
     assert recipe_alltoall("gptoss120b", "gb200", "mxfp8") is None
     assert recipe_alltoall("gptoss120b", "gb200", "bf16") is not None
