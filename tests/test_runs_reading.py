@@ -278,11 +278,12 @@ def test_automodel_rows_are_scored_on_tflops_with_attention_counted_causal():
 
 
 def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
-    """Megatron-Bridge 0.6.2's GB200 DeepSeek-V3 recipes (EP 64) set HybridEP's
+    """Megatron-Bridge 0.6.0's and 0.6.2's GB200 DeepSeek-V3 recipes (EP 64) set HybridEP's
     NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64: 64 GPUs of each 72-GPU rack, 16 of its 18
     trays of 4 (runs/stacks.HYBRID_EP_DOMAIN); the token-drop variant too (same recipe, the
     alltoall dispatcher). Not GPT-OSS 120B's, not H100's, not another EP degree, not before
-    NeMo 25.09; a scalable unit of 8 racks then holds 8 x 64 = 512 of the job's GPUs."""
+    NeMo 25.09; a scalable unit of 8 racks then holds 8 x 64 = 512 of the job's GPUs. A row
+    names the release it is read with: 0.6.0 through NeMo 26.08 (r001), 0.6.2 after."""
     from astral_dsl.runs.stacks import stack_of, su_gpus
     from astral_dsl.runs.system_spec import SYSTEMS
 
@@ -295,6 +296,13 @@ def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
     assert got == {"r001": 16, "r146": 16, "r121": 16, "r003": None, "ep32": None,
                    "h100": None, "old": 16}
     assert su_gpus(SYSTEMS["DGX-GB200"], 16) == 512 and su_gpus(SYSTEMS["DGX-GB200"], None) == 576
+    later = _row("r001", id="later", source_version="NeMo 26.10 container (Megatron-Bridge)")
+    said = {r.id: [a for a in stack_of(r, True, 1, 4, 64).assumed if "trays of each" in a]
+            for r in parse_table(_csv([_row("r001"), later]), "t.csv").runs}
+    tail = "the recipe's HybridEP topology puts its EP group in one NVLink domain " \
+        "(Megatron-Bridge {}, NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64)"
+    assert said == {"r001": ["16 trays of each NVL72 rack, 64 GPUs: " + tail.format("0.6.0")],
+                    "later": ["16 trays of each NVL72 rack, 64 GPUs: " + tail.format("0.6.2")]}
 
 
 def test_deepseek_v3_on_gb200_in_fp8_recomputes_its_recipes_dense_mlps():
@@ -415,10 +423,10 @@ def test_a_dropless_blackwell_row_before_nemo_26_02_dispatches_with_alltoall():
 def test_gpt_oss_keeps_the_alltoall_dispatcher_but_in_mxfp8_on_gb200():
     """Megatron-Bridge's GPT-OSS provider and recipes set the alltoall dispatcher (0.3.0
     gpt_oss_provider.py:72, 0.6.2 recipes/gpt_oss/h100/gpt_oss.py:204, never applying its
-    "deepep" backend), and only 0.6.2's GB200 MXFP8 performance recipe switches to HybridEP
-    (perf_recipes/gpt_oss/common.py): runs/moe_recipe.py. GPT-OSS 120B in BF16 on B200 (r131,
-    EP 8; r109, EP 64) and GB200 (r040) and on H100 (r137) reads no dispatcher (alltoall, said
-    in its assumptions); in MXFP8 on GB200 (r003) HybridEP; a B200 MXFP8 row (the recipe's
+    "deepep" backend), and only 0.6.0's and 0.6.2's GB200 MXFP8 performance recipe switches to
+    HybridEP (perf_recipes/gpt_oss/common.py): runs/moe_recipe.py. GPT-OSS 120B in BF16 on
+    B200 (r131, EP 8; r109, EP 64) and GB200 (r040) and on H100 (r137) reads no dispatcher
+    (alltoall, said in its assumptions); in MXFP8 on GB200 (r003) HybridEP; a B200 MXFP8 row (the recipe's
     gpt_oss_120b_pretrain_64gpu_b200_fp8mx_config) alltoall; DeepSeek-V3 on B200 in BF16 still
     HybridEP (its recipe's)."""
     from astral_dsl.runs.moe_recipe import recipe_alltoall
@@ -433,7 +441,10 @@ def test_gpt_oss_keeps_the_alltoall_dispatcher_but_in_mxfp8_on_gb200():
     assert got == {"r131": None, "r109": None, "r040": None, "r137": None, "r003": "hybridep",
                    "b200mx": None, "dsv3b200": "hybridep"}
     said = [a for a in stacks["r131"].assumed if "alltoall token dispatcher" in a]
-    assert len(said) == 1 and "gpt_oss_provider.py" in said[0]
+    assert said == ["Megatron-Core's alltoall token dispatcher (NCCL all-to-all): the model's "
+                    "Megatron-Bridge provider and recipes keep it (0.3.0 gpt_oss_provider.py; "
+                    "0.6.0 and 0.6.2 performance recipes, HybridEP on GB200 in MXFP8 only: "
+                    "runs/moe_recipe.py)"]
     assert not any("flex token dispatcher" in a for a in stacks["r131"].assumed)
     assert recipe_alltoall("gptoss120b", "gb200", "mxfp8") is None
     assert recipe_alltoall("gptoss120b", "gb200", "bf16") is not None

@@ -73,8 +73,9 @@ def test_te_cross_entropy_is_the_cheapest_and_keeps_only_the_logits():
     ("gptoss120b", (25, 11), "native"),      # recipes/gpt_oss/gpt_oss.py
     ("gptoss120b", (26, 4), "native"),
     ("nemotron3nano", (26, 4), "native"),    # recipes/nemotronh/nemotron_3_nano.py
-    # from NeMo 26.06, Megatron-Bridge 0.6.2's performance recipes: _benchmark_common's "te"
-    # (perf_recipes/_common.py:30, 68), over the library recipes' native
+    # from NeMo 26.06, Megatron-Bridge's performance recipes (0.6.0's through 26.08, 0.6.2's
+    # after, alike): _benchmark_common's "te" (perf_recipes/_common.py:30, 68), over the library
+    # recipes' native
     ("gptoss120b", (26, 6), "te"),
     ("gptoss120b", (26, 8), "te"),
     ("nemotron3nano", (26, 6), "te"),
@@ -85,6 +86,15 @@ def test_te_cross_entropy_is_the_cheapest_and_keeps_only_the_logits():
 def test_which_rows_ran_which_cross_entropy(label, release, loss):
     assert recipe_cross_entropy(label, release)[0] == loss
 
+
+def test_a_row_names_the_recipe_release_its_cross_entropy_is_read_with():
+    """GPT-OSS's and Nemotron 3 Nano's `te` from NeMo 26.06 comes from `_benchmark_common`, alike
+    in Megatron-Bridge 0.6.0 and 0.6.2 (perf_recipes/_common.py:30, 68); the row names the
+    release it is read with, 0.6.0 through NeMo 26.08, 0.6.2 after (it said 0.6.2 for all)."""
+    for release, version in (((26, 6), "0.6.0"), ((26, 8), "0.6.0"), ((26, 10), "0.6.2")):
+        assert recipe_cross_entropy("gptoss120b", release) == (
+            "te", f"Transformer Engine's cross-entropy kernels (cross_entropy_fusion_impl = te: "
+                  f"Megatron-Bridge {version}'s performance recipe, _benchmark_common)")
 
 def test_cross_entropy_is_megatron_cores_switch_alone():
     """Under another framework the switch is ignored (W751, tests/bad/jobs): its loss is priced by
@@ -127,7 +137,7 @@ def test_a_nemo_25_11_row_says_its_megatron_bridge_is_read_from_a_later_wheel():
 
 def test_the_shipped_gpt_oss_rows_read_their_releases_cross_entropy():
     """The expressed jobs of modern.csv's GPT-OSS 120B rows: NeMo 26.06's (r022) and 26.08's
-    (r003) with Transformer Engine's kernels, as Megatron-Bridge 0.6.2's performance recipes set
+    (r003) with Transformer Engine's kernels, as Megatron-Bridge 0.6.0's performance recipes set
     (perf_recipes/_common.py `_benchmark_common`); 26.04.01's (r040) and 25.11's (r131) with the
     library recipe's native ones (recipes/gpt_oss/gpt_oss.py, 0.3.1)."""
     path = Path(__file__).resolve().parents[1] / "astral_dsl/seer/calibration/modern.csv"

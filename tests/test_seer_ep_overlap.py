@@ -120,23 +120,63 @@ def test_the_rows_read_their_recipes_overlap():
            ["ep_overlap"] for r in t.runs}
     assert got == {"r001": True, "r121": False, "r003": True, "r109": False, "r048": False,
                    "r047": False, "old": False}
-    assert recipe_ep_overlap("qwen3235ba22b", "h100", "fp8", (26, 4), 8, 4)[1].endswith(
+    assert recipe_ep_overlap("qwen3235ba22b", "h100", "fp8", (26, 4), 8, 4, 16)[1].endswith(
         "leave it off; Megatron-Bridge 0.6.0's performance recipe (perf_recipes/) for the "
         "model, GPU and precision sets it")
     # each row names the recipe release it is read with: 0.6.0's through NeMo 26.08, 0.6.2's
     # after (recompute_recipe.recipes_of)
     for release, version in (((26, 6), "0.6.0"), ((26, 8), "0.6.0"), ((26, 10), "0.6.2")):
-        on, said = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", release, 4, 4)
+        on, said = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", release, 4, 4, 64)
         assert on and f"Megatron-Bridge {version}'s performance recipe" in said
     # NeMo 25.04 and 25.07 ran Megatron-Core 0.12 and 0.13, which have no such option
-    assert recipe_ep_overlap("mixtral8x7b", "gb200", "fp8", (25, 4), 1, 1) == (
+    assert recipe_ep_overlap("mixtral8x7b", "gb200", "fp8", (25, 4), 1, 1, 8) == (
         False, "no expert all-to-all overlap: NeMo 2.x's Megatron-Core (0.12, 0.13) has no such "
                "option")
-    assert recipe_ep_overlap("qwen3235ba22b", "b200", "mxfp8", (26, 8), 8, 1)[1].endswith(
+    assert recipe_ep_overlap("qwen3235ba22b", "b200", "mxfp8", (26, 8), 8, 1, 8)[1].endswith(
         "this row has pp = 8 and none")
-    assert recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 8), 4, 4)[1].endswith(
+    assert recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 8), 4, 4, 64)[1].endswith(
         "for the model, GPU and precision sets it")
 
+
+
+def test_deepseek_v3_on_b200_overlaps_at_0_6_0s_layout_alone():
+    """Megatron-Bridge 0.6.0 (the recipes read through NeMo 26.08: releases.
+    PERF_RECIPES_060_THROUGH) runs DeepSeek-V3 on B200 in MXFP8 and NVFP4 at PP 8, VP 2, EP 32
+    with the expert all-to-all overlap (deepseek/b200/deepseek_v3.py:147, 155, 190); 0.6.2 runs
+    them at EP 8 without it, and both leave it off in BF16 and in 0.6.0's MXFP8 large-scale proxy
+    (PP 16, EP 8: r064's layout). Synthetic rows off r064 (NeMo 26.04, B200, MXFP8): at 0.6.0's
+    layout in 26.08 (and 26.06, by the reading's assumption) on, in MXFP8 and NVFP4; not after
+    26.08, not at EP 8 or r064's own layout, not in BF16; a 26.04 row at the layout is read
+    without it and says 0.6.0's recipe would set it."""
+    from astral_dsl.runs.stacks import stack_of
+
+    at = {"pp": "8", "vp": "2", "ep": "32"}
+    v = {m: f"NeMo {m} container (Megatron-Bridge)" for m in ("26.06", "26.08", "26.10")}
+    rows = [_row("r064", id="mxfp8", source_version=v["26.08"], **at),
+            _row("r064", id="nvfp4", source_version=v["26.08"], precision="NVFP4", **at),
+            _row("r064", id="26.06", source_version=v["26.06"], **at),
+            _row("r064", id="later", source_version=v["26.10"], **at),
+            _row("r064", id="ep8", source_version=v["26.08"], pp="8", vp="2", ep="8"),
+            _row("r064", id="proxy", source_version=v["26.08"]),
+            _row("r064", id="bf16", source_version=v["26.08"], precision="BF16", **at),
+            _row("r064", id="old", **at)]
+    t = parse_table(_csv(rows), "t.csv")
+    stacks = {r.id: stack_of(r, True, 1, r.count("pp"), 256 // (r.count("pp") * 1))
+              for r in t.runs}
+    got = {i: dict(s.fields)["ep_overlap"] for i, s in stacks.items()}
+    assert got == {"mxfp8": True, "nvfp4": True, "26.06": True, "later": False, "ep8": False,
+                   "proxy": False, "bf16": False, "old": False}
+    said = {i: next(a for a in s.assumed if "all-to-all" in a) for i, s in stacks.items()}
+    assert said["mxfp8"] == (
+        "expert all-to-all overlapped across micro-batches with delayed weight gradients, as "
+        "Megatron-Bridge 0.6.0's performance recipe (perf_recipes/) for the model, GPU, "
+        "precision and layout sets it")
+    assert said["later"] == (
+        "no expert all-to-all overlap (Megatron-Core's default), as Megatron-Bridge 0.6.2's "
+        "performance recipe (perf_recipes/) for the model, GPU and precision leaves it")
+    assert said["old"].endswith("leave it off; Megatron-Bridge 0.6.0's performance recipe "
+                                "(perf_recipes/) for the model, GPU, precision and layout sets "
+                                "it")
 
 def test_nemo_26_06_rows_read_the_recipe_with_their_graphs():
     """NeMo 26.06 (Megatron-Bridge 0.5.0) is read with 0.6.0's performance recipe: the overlap
@@ -152,9 +192,9 @@ def test_nemo_26_06_rows_read_the_recipe_with_their_graphs():
     got = {r.id: dict(stack_of(r, True, r.count("tp", 1), r.count("pp", 1), 4).fields)
            ["ep_overlap"] for r in t.runs}
     assert got == {"r021": True, "r010": True, "r038": False, "r001": True}
-    on_26_06 = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", MOE_GRAPHS_FROM, 4, 4)
+    on_26_06 = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", MOE_GRAPHS_FROM, 4, 4, 64)
     assert on_26_06[0] and "taken to hold from 26.06" in on_26_06[1]
     assert "taken to hold" not in recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 8), 4,
-                                                    4)[1]
-    off = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 4), 4, 4)
+                                                    4, 64)[1]
+    off = recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 4), 4, 4, 64)
     assert not off[0] and "0.2.0rc6 to 0.4.0" in off[1]

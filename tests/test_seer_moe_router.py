@@ -97,3 +97,17 @@ def test_no_router_kernels_counted_outside_megatron():
 ])
 def test_which_rows_ran_the_fused_router(label, gpu, family, release, fused):
     assert recipe_router_fusion(label, gpu, family, release)[0] is fused
+
+
+def test_a_row_names_the_recipe_release_its_router_is_read_with():
+    """Megatron-Bridge 0.6.0 and 0.6.2 set the router fusion alike (runs/router_recipe.py); a row
+    names the one it is read with: 0.6.0's through NeMo 26.08 (the container's own, and the
+    earliest recipes for the releases before: releases.PERF_RECIPES_060_THROUGH), 0.6.2's after
+    (it said 0.6.2's for every row)."""
+    for release, version in (((25, 11), "0.6.0"), ((26, 8), "0.6.0"), ((26, 10), "0.6.2")):
+        on, said = recipe_router_fusion("deepseekv3", "gb200", "mxfp8", release)
+        assert on and said == (f"Transformer Engine's fused router kernels (moe_router_fusion), "
+                               f"as Megatron-Bridge {version}'s performance recipe "
+                               f"(perf_recipes/) for the model, GPU and precision sets")
+        off, said = recipe_router_fusion("nemotron3nano", "gb200", "mxfp8", release)
+        assert not off and f"Megatron-Bridge {version}'s performance recipe" in said

@@ -5,26 +5,25 @@ Megatron-Core's default is off (0.16.1 model_parallel_config.py: `overlap_moe_ex
 = False`), and Megatron-Bridge turns it off unless a recipe asks for it (0.6.0 and 0.6.2
 training/comm_overlap.py, `_get_model_comm_overlap_cfgs`: "Optimizations disabled by default").
 Of the Megatron-Bridge releases unpacked (0.2.0rc6, 0.3.1, 0.4.0, 0.5.0, 0.6.0, 0.6.2), only 0.6.0
-and 0.6.2 ship their performance recipes (src/megatron/bridge/perf_recipes/<model>/<gpu>/); the earlier ones
-ship the library recipes alone (recipes/<model>/), which leave it off for every model here
-(recipes/deepseek/deepseek_v3.py sets it False at line 170 of 0.3.1 and 0.4.0, 214 of 0.5.0;
-qwen/qwen3_moe.py and gpt_oss/gpt_oss.py never set it). NeMo 2.0's wheel (nemo_toolkit 2.0.0) has
-no such setting, nor have NeMo 25.04's and 25.07's performance scripts (nemo_toolkit 2.3.0 and
-2.4.0, scripts/performance/llm/) or their Megatron-Core (0.12.0 and 0.13.0 have no such option:
-it came later). The container of each Megatron-Bridge release is
-inferred from the release dates in its README (0.4.0 on 2026-04-16, 0.5.0 on 2026-06-22 as "the
-NeMo 26.06 training stack"): 0.6.2 was taken to be NeMo 26.08's until stop 64, which found 0.6.0
+and 0.6.2 ship their performance recipes (src/megatron/bridge/perf_recipes/<model>/<gpu>/);
+the earlier ones ship the library recipes alone (recipes/<model>/), which leave it off for every
+model here (recipes/deepseek/deepseek_v3.py sets it False at line 170 of 0.3.1 and 0.4.0, 214
+of 0.5.0; qwen/qwen3_moe.py and gpt_oss/gpt_oss.py never set it). NeMo 2.0's wheel (nemo_toolkit
+2.0.0) has no such setting, nor have NeMo 25.04's and 25.07's performance scripts (nemo_toolkit
+2.3.0 and 2.4.0, scripts/performance/llm/) or their Megatron-Core (0.12.0 and 0.13.0 have no
+such option: it came later). The container of each Megatron-Bridge release is inferred from
+the release dates in its README (0.4.0 on 2026-04-16, 0.5.0 on 2026-06-22 as "the NeMo 26.06
+training stack"): 0.6.2 was taken to be NeMo 26.08's until stop 64, which found 0.6.0
 (built 2026-08-20; 0.6.2 2026-09-18) to be (releases.PERF_RECIPES_060_THROUGH); 0.6.0 sets what
-0.6.2 sets for every configuration listed below, and also turns the overlap on (with DeepEP) for
-DeepSeek-V3 on B200 in MXFP8 and NVFP4 at PP 8, VP 2, EP 32 (deepseek/b200/deepseek_v3.py
-lines 141-155 and 187-190), a layout no row runs, so the files and lines of 0.6.2 cited below
-stand for both. The rows from NeMo 26.06 on are
-read with what the performance recipe of their release (recompute_recipe.recipes_of: 0.6.0's
-through NeMo 26.08, 0.6.2's after) sets for their model, GPU and precision, an ASSUMPTION for
-26.06's own rows, whose Megatron-Bridge 0.5.x ships none (each says so in its `assumed` list):
-where 0.6.0 and 0.6.2 turn the overlap on in MXFP8 it does so in the one function that also turns on the full-iteration CUDA
-graphs (deepseek/common.py _enable_deepseek_full_iteration_mxfp8, qwen/common.py
-_enable_hybridep_full_iteration_mxfp8, gpt_oss/common.py
+0.6.2 sets for every configuration listed below (the files and lines of 0.6.2 cited there stand
+for both), and also turns it on for DeepSeek-V3 on B200 (below), at a layout no row runs. The
+rows from NeMo 26.06 on are read with what the performance recipe of their release
+(recompute_recipe.recipes_of: 0.6.0's through NeMo 26.08, 0.6.2's after) sets for their model,
+GPU and precision, an ASSUMPTION for 26.06's own rows, whose Megatron-Bridge 0.5.x ships none
+(each says so in its `assumed` list): where 0.6.0 and 0.6.2 turn the overlap on in MXFP8 on
+GB200 and for Qwen3 on B200, they do so in the one function that also turns on the
+full-iteration CUDA graphs (deepseek/common.py _enable_deepseek_full_iteration_mxfp8,
+qwen/common.py _enable_hybridep_full_iteration_mxfp8, gpt_oss/common.py
 _apply_gpt_oss_120b_full_iter_fp8mx_configs), and Seer reads those graphs from NeMo 26.06 on
 (releases.MOE_GRAPHS_FROM, read off the tables' step-up between 26.04.01 and 26.06); the tables
 bear it out, 26.06's and 26.08's rows of one layout running alike (on GB200 in MXFP8:
@@ -33,12 +32,19 @@ DeepSeek-V3 4,969 and 4,912 tokens/s a GPU, GPT-OSS 120B 28,947 and 28,672, Qwen
 own performance recipes are not available and the library recipes of their time leave it off;
 NeMo 2.x's before 25.09 have no such option.
 
-Megatron-Bridge 0.6.2 perf_recipes, 0.6.0's alike (file:line of the setting, all with delay_wgrad_compute):
+Megatron-Bridge 0.6.2 perf_recipes, 0.6.0's alike but where said (file:line of the setting, all
+with delay_wgrad_compute; EP_OVERLAP_ON, and EP_OVERLAP_AT for what one layout alone runs):
 - DeepSeek-V3, GB200, MXFP8: deepseek/gb200/deepseek_v3.py:157 calls
   deepseek/common.py:_enable_deepseek_full_iteration_mxfp8 (lines 75-76: on, full-iteration
   CUDA graphs, HybridEP); BF16 (lines 29-77) and FP8-CS (80-128) keep the base recipe's off
-  (recipes/deepseek/h100/deepseek_v3.py:215); B200 (deepseek/b200/deepseek_v3.py) and H100
-  (deepseek/h100/deepseek_v3.py) never turn it on.
+  (recipes/deepseek/h100/deepseek_v3.py:215); H100 (deepseek/h100/deepseek_v3.py) never turns
+  it on, nor does 0.6.2 on B200 (deepseek/b200/deepseek_v3.py). 0.6.0 on B200 does, with DeepEP
+  and the attention and router CUDA graphs (common.py _enable_deepseek_transformer_engine_graph,
+  not the full-iteration ones), in MXFP8 and NVFP4 at its layout of those two, PP 8, VP 2, EP
+  32 (0.6.0 deepseek/b200/deepseek_v3.py:147 and 155 in the fp8mx config, 190 in the nvfp4
+  one), where 0.6.2 runs them at EP 8 without it; 0.6.0's MXFP8 large-scale proxy (PP 16, EP 8,
+  lines 214-259) leaves it off, as 0.6.2's: read at that layout alone, with 0.6.0's recipes
+  (a NeMo 26.06 row at it too, by the assumption above).
 - GPT-OSS 120B, GB200: BF16 gpt_oss/gb200/gpt_oss.py:200-201 on; MXFP8 line 240 calls
   gpt_oss/common.py:_apply_gpt_oss_120b_full_iter_fp8mx_configs (lines 78-79: on); B200
   (gpt_oss/b200/gpt_oss.py) and H100 (gpt_oss/h100/gpt_oss.py) never: off.
@@ -73,6 +79,12 @@ EP_OVERLAP_ON = (
     ("qwen3235ba22b", "b200", ("mxfp8",)),       # qwen/common.py:58-62 via b200:461
     ("qwen3235ba22b", "h100", ("bf16", "fp8")),  # qwen/h100/qwen3_moe.py:147, 199
 )
+# (model label prefix, GPU, precision families, (pp, vp, ep), the recipe releases that set it) of
+# the configurations that turn the overlap on at one layout alone (module docstring)
+EP_OVERLAP_AT = (
+    # 0.6.0 deepseek/b200/deepseek_v3.py: fp8mx config (147, 155), nvfp4 config (190)
+    ("deepseekv3", "b200", ("mxfp8", "nvfp4"), (8, 2, 32), V060),
+)
 # the first release read with the performance recipes (0.6.0's, NeMo 26.08's own, taken to hold
 # from 26.06 with the full-iteration CUDA graphs it turns on together: module docstring)
 OWN_FROM = MOE_GRAPHS_FROM
@@ -85,19 +97,25 @@ NEMO2_BEFORE = (25, 9)
 
 
 def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
-                      release: Optional[Tuple[int, int]], pp: int, vp: int) -> Tuple[bool, str]:
+                      release: Optional[Tuple[int, int]], pp: int, vp: int, ep: int
+                      ) -> Tuple[bool, str]:
     """(ep_overlap, what the row is taken to have run) of an NVIDIA MoE row: `label` its
     model as stacks._n, `gpu` gb200 | b200 | h100 | "", `family` its precision's dtype
-    (runs/precision.precision_of), `release` (year, month) or None, `pp` and `vp` its layout. A row of
-    a release before NeMo 26.06 is read without the overlap: its own performance recipe is not
-    available, and what is (Megatron-Bridge's library recipes of 0.2.0rc6 to 0.4.0, NeMo 2.0)
-    leaves it off; the row says whether the earliest performance recipe, 0.6.0's, would set it.
-    A row of 26.06 is read with 0.6.0's (module docstring) and says so."""
+    (runs/precision.precision_of), `release` (year, month) or None, `pp`, `vp` and `ep` its
+    layout. A row of a release before NeMo 26.06 is read without the overlap: its own
+    performance recipe is not available, and what is (Megatron-Bridge's library recipes of
+    0.2.0rc6 to 0.4.0, NeMo 2.0) leaves it off; the row says whether the earliest performance
+    recipe, 0.6.0's, would set it. A row of 26.06 is read with 0.6.0's (module docstring) and
+    says so."""
     version = V060[0] if release is None else recipes_of(release)
-    what = (f"Megatron-Bridge {version}'s performance recipe (perf_recipes/) for the model, GPU "
-            f"and precision")
     on = any(label.startswith(model) and gpu == where and family in families
              for model, where, families in EP_OVERLAP_ON)
+    at = any(label.startswith(model) and gpu == where and family in families and
+             layout == (pp, vp, ep) and version in versions
+             for model, where, families, layout, versions in EP_OVERLAP_AT)
+    what = (f"Megatron-Bridge {version}'s performance recipe (perf_recipes/) for the model, GPU"
+            + (", precision and layout" if at and not on else " and precision"))
+    on = on or at
     if release is not None and release < NEMO2_BEFORE:
         return False, ("no expert all-to-all overlap: NeMo 2.x's Megatron-Core (0.12, 0.13) has "
                        "no such option")

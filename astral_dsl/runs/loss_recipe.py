@@ -26,14 +26,16 @@ GPTModelProvider (0.3.1 models/gpt_provider.py:185). `te`:
   either side set `te` for Qwen3 (nemo_toolkit 2.6.0 scripts/performance/helpers.py:377 and
   llm/pretrain_qwen3_235b_a22b.py:88; Megatron-Bridge 0.6.2 perf_recipes/_common.py
   `_benchmark_common`), so 0.3.1's reading is kept.
-- From NeMo 26.06, the rows read with Megatron-Bridge 0.6.2's performance recipes (NeMo 26.08's,
-  taken to hold from 26.06: runs/ep_overlap.py OWN_FROM), GPT-OSS and Nemotron 3 Nano too:
-  every one of their recipes calls perf_recipes/_common.py `_benchmark_common(cfg)`, whose
-  `cross_entropy_impl` defaults to "te" (line 30) and is set as the model's
-  `cross_entropy_fusion_impl` (line 68), over the library recipe's `native`
-  (gpt_oss/b200/gpt_oss.py:42, 78, gb200/gpt_oss.py:203, 239, h100/gpt_oss.py:42, 78;
-  nemotronh/gb200/nemotronh.py:424, 474 for Nemotron 3 Nano's BF16 and MXFP8 configs; `native`
-  only where a recipe passes it: DeepSeek-V4, GLM-5, Nemotron 3 Ultra).
+- From NeMo 26.06, the rows read with Megatron-Bridge's performance recipes (0.6.0's through
+  NeMo 26.08, 0.6.2's after: recompute_recipe.recipes_of; 0.6.0's taken to hold from 26.06:
+  runs/ep_overlap.py OWN_FROM), GPT-OSS and Nemotron 3 Nano too, the two releases alike: every
+  one of their recipes calls perf_recipes/_common.py `_benchmark_common(cfg)`, whose
+  `cross_entropy_impl` defaults to "te" (line 30 of both) and is set as the model's
+  `cross_entropy_fusion_impl` (line 68), over the library recipe's `native` (0.6.2
+  gpt_oss/b200/gpt_oss.py:42, 78, gb200/gpt_oss.py:203, 239 [0.6.0 202, 238],
+  h100/gpt_oss.py:42, 78; nemotronh/gb200/nemotronh.py:424, 474 [329, 380] for Nemotron 3
+  Nano's BF16 and MXFP8 configs; `native` only where a recipe passes it, in both: DeepSeek-V4,
+  GLM-5, Nemotron 3 Ultra).
 The rows before NeMo 25.04 (NeMo 1.x and 2.0-2.2, whose scripts set none) and the papers'
 Megatron-LM keep Seer's generic count: what they ran was not read here."""
 from __future__ import annotations
@@ -41,6 +43,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from astral_dsl.runs.ep_overlap import OWN_FROM as PERF_RECIPES_FROM
+from astral_dsl.runs.recompute_recipe import recipes_of
 from astral_dsl.runs.releases import BRIDGE_03_FROM, BRIDGE_SCRIPTS_FROM
 
 # NeMo 2.x's performance scripts from NeMo 25.04 (nemo_toolkit 2.3.0) to 25.09 (2.5.3); from 25.11
@@ -66,7 +69,8 @@ def recipe_cross_entropy(label: str, release: Optional[Tuple[int, int]]
     elif label.startswith(TE_03):
         impl, source = "te", bridge
     elif label.startswith(NATIVE_03) and release >= PERF_RECIPES_FROM:
-        impl, source = "te", "Megatron-Bridge 0.6.2's performance recipe, _benchmark_common"
+        impl, source = "te", (f"Megatron-Bridge {recipes_of(release)}'s performance recipe, "
+                              f"_benchmark_common")
     elif label.startswith(NATIVE_03):
         impl, source = "native", bridge
     else:

@@ -39,11 +39,11 @@ models/gpt_oss/gpt_oss_provider.py:72) and its recipe changes no dispatcher sett
 recipes/gpt_oss/gpt_oss.py); 0.6.2's library recipe sets "alltoall" again (recipes/gpt_oss/h100/
 gpt_oss.py:204; its `moe_flex_dispatcher_backend = "deepep"` is never applied: unlike the
 DeepSeek-V3 and Qwen3 recipes it does not call training/flex_dispatcher_backend.py's
-apply_flex_dispatcher_backend), and the 0.6.2 performance recipes built on it for B200 and
-GB200 in BF16 and B200 in MXFP8 (perf_recipes/gpt_oss/b200/gpt_oss.py, gb200/gpt_oss.py) keep it;
-only the GB200 MXFP8 one switches to HybridEP (perf_recipes/gpt_oss/common.py,
-_apply_gpt_oss_120b_full_iter_fp8mx_configs: `moe_token_dispatcher_type = "flex"`,
-`moe_flex_dispatcher_backend = "hybridep"`)."""
+apply_flex_dispatcher_backend), and the performance recipes built on it (0.6.0's and 0.6.2's
+alike) for B200 and GB200 in BF16 and B200 in MXFP8 (perf_recipes/gpt_oss/b200/gpt_oss.py,
+gb200/gpt_oss.py) keep it; only the GB200 MXFP8 one switches to HybridEP
+(perf_recipes/gpt_oss/common.py, _apply_gpt_oss_120b_full_iter_fp8mx_configs:
+`moe_token_dispatcher_type = "flex"`, `moe_flex_dispatcher_backend = "hybridep"`)."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -76,13 +76,14 @@ NEMO2_UNFUSED_ROPE: Tuple[Tuple[str, Tuple[int, int]], ...] = ()
 # dispatcher (module docstring)
 ALLTOALL_RECIPES = (("gptoss", ("gb200", "gb300"), ("mxfp8",)),)
 # (model label prefix as precision.squeezed, GPU directory, precisions, (tp, pp, ep)): the
-# Megatron-Bridge 0.6.2 performance recipes that run HybridEP on a GPU where the MoE rows are
-# otherwise read with DeepEP (stacks.py: HybridEP on GB200 and GB300 and for DeepSeek-V3):
-# perf_recipes/qwen/b200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_b200_{bf16,fp8cs,fp8mx}_config
-# (lines 198, 252, 306: `moe_flex_dispatcher_backend = "hybridep"`, TP 1, PP 1, EP 8), which
-# training/flex_dispatcher_backend.py keeps on compute capability 10. Keyed by the recipe's
-# layout without its micro-batch: the dispatcher does not depend on it. Not taken: Qwen3
-# 235B-A22B's 256-B200 MXFP8 recipe (HybridEP, but with 3 virtual stages where the rows run none).
+# Megatron-Bridge performance recipes (0.6.0 and 0.6.2) that run HybridEP on a GPU where the MoE
+# rows are otherwise read with DeepEP (stacks.py: HybridEP on GB200 and GB300 and for
+# DeepSeek-V3): perf_recipes/qwen/b200/qwen3_moe.py,
+# qwen3_30b_a3b_pretrain_8gpu_b200_{bf16,fp8cs,fp8mx}_config (lines 198, 252, 306 of 0.6.2, 199,
+# 253, 307 of 0.6.0: `moe_flex_dispatcher_backend = "hybridep"`, TP 1, PP 1, EP 8), which
+# training/flex_dispatcher_backend.py keeps on compute capability 10. Keyed by the recipe's layout
+# without its micro-batch: the dispatcher does not depend on it. Not taken: Qwen3 235B-A22B's
+# 256-B200 MXFP8 recipe (HybridEP, but with 3 virtual stages where the rows run none).
 HYBRID_EP_RECIPES = (("qwen330ba3b", "b200", ("bf16", "fp8", "mxfp8"), (1, 1, 8)),)
 # the first release of Megatron-Bridge's containers (releases.FLEX_FROM), whose MoE recipes drop
 # tokens only where the table's label says so
@@ -155,7 +156,7 @@ def recipe_alltoall(label: str, gpu: str, dtype: str) -> Optional[str]:
         if label.startswith(model) and not (any(g in gpu for g in gpus) and dtype in dtypes):
             return ("Megatron-Core's alltoall token dispatcher (NCCL all-to-all): the model's "
                     "Megatron-Bridge provider and recipes keep it (0.3.0 gpt_oss_provider.py; "
-                    "0.6.2 performance recipes, HybridEP on GB200 in MXFP8 only: "
+                    "0.6.0 and 0.6.2 performance recipes, HybridEP on GB200 in MXFP8 only: "
                     "runs/moe_recipe.py)")
     return None
 

@@ -19,7 +19,7 @@ from astral_dsl.runs.ep_overlap import recipe_ep_overlap
 from astral_dsl.runs.loss_recipe import recipe_cross_entropy
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
-from astral_dsl.runs.recompute_recipe import gpu_key, recipe_recompute
+from astral_dsl.runs.recompute_recipe import gpu_key, recipe_recompute, recipes_of
 from astral_dsl.runs.moe_recipe import (before_flex_on_blackwell, recipe_alltoall,
                                         recipe_hybridep, recipe_token_drop, recipe_fusions,
                                         sequential_experts, yarn_rope_fused)
@@ -54,19 +54,21 @@ HYBRID_EP_MODELS = ("deepseekv3",)
 BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
 
 
-# The GB200 MoE performance recipes of Megatron-Bridge 0.6.2 whose HybridEP topology puts the
+# The GB200 MoE performance recipes of Megatron-Bridge (0.6.0 and 0.6.2 alike, each row naming the
+# one it is read with: recompute_recipe.recipes_of) whose HybridEP topology puts the
 # expert-parallel group in one NVLink domain: perf_recipes/deepseek/gb200/deepseek_v3.py (every
-# 256-GPU config, EP 64) sets NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64 with
-# NVLINK_DOMAIN_SIZE = 72 and USE_MNNVL = 1: HybridEP takes each run of 64 EP ranks to share one
-# NVL72 rack's NVLink, which a packed placement (72 ranks a rack) gives only EP group 0, so the
-# recipe's job runs on 64 of each rack's 72 GPUs: 16 of its 18 trays (`hosts_per_rack = 16`,
-# analyses/job_racks.py). Per model (row label, as _n), GPU, the EP degree the recipe sets and
-# the EP ranks per NVLink domain; applied from NeMo 25.09 (FLEX_FROM) to the recipe's rows, its
-# token-drop variant too: Megatron-Bridge's apply_moe_token_drop (training/utils/
-# moe_token_drop.py) changes the model's capacity and dispatcher only, not the recipe's
-# environment and launch; NeMo 25.09's and 25.11's own launch (no HybridEP in Megatron-Core 0.14,
-# 0.15) gives 16 too: Slurm `--segment` 16 for 64 trays (docs/runs.md). Not taken: gpt_oss_120b
-# (64 GPUs, one rack either way) and the models the tables do not run on GB200 at this size.
+# 256-GPU config, EP 64; 0.6.2 lines 67-70, 0.6.0 69-72 for BF16) sets
+# NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64 with NVLINK_DOMAIN_SIZE = 72 and USE_MNNVL = 1:
+# HybridEP takes each run of 64 EP ranks to share one NVL72 rack's NVLink, which a packed
+# placement (72 ranks a rack) gives only EP group 0, so the recipe's job runs on 64 of each rack's
+# 72 GPUs: 16 of its 18 trays (`hosts_per_rack = 16`, analyses/job_racks.py). Per model (row
+# label, as _n), GPU, the EP degree the recipe sets and the EP ranks per NVLink domain; applied
+# from NeMo 25.09 (FLEX_FROM) to the recipe's rows, its token-drop variant too: Megatron-Bridge's
+# apply_moe_token_drop (training/utils/moe_token_drop.py) changes the model's capacity and
+# dispatcher only, not the recipe's environment and launch; NeMo 25.09's and 25.11's own launch
+# (no HybridEP in Megatron-Core 0.14, 0.15) gives 16 too: Slurm `--segment` 16 for 64 trays
+# (docs/runs.md). Not taken: gpt_oss_120b (64 GPUs, one rack either way) and the models the tables
+# do not run on GB200 at this size.
 HYBRID_EP_DOMAIN = (("deepseekv3", "gb200", 64, 64),)
 GB200_TRAY_GPUS = 4          # an NVL72 compute tray: 2 Grace Blackwell superchips, 4 GPUs
 GB200_RACK_GPUS = 72         # an NVL72 rack: 18 trays, one NVLink domain
@@ -221,7 +223,8 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             if moe:
                 dtype = (precision_of(row.precision, row.gpu)[0] or ("",))[0]
                 overlap, how = recipe_ep_overlap(_n(row.model), gpu_key(row.gpu), dtype,
-                                                 release, pp, row.count("vp", 1) or 1)
+                                                 release, pp, row.count("vp", 1) or 1,
+                                                 row.count("ep", 1))
                 fields["ep_overlap"] = overlap
                 assumed.append(how)
                 attn, how = recipe_attention_precision(_n(row.model), gpu_key(row.gpu), dtype,
@@ -280,8 +283,9 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     assumed.append(f"{per_rack} trays of each NVL72 rack, "
                                    f"{per_rack * GB200_TRAY_GPUS} GPUs: the recipe's HybridEP "
                                    f"topology puts its EP group in one NVLink domain "
-                                   f"(Megatron-Bridge 0.6.2, NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_"
-                                   f"DOMAIN = {per_rack * GB200_TRAY_GPUS})")
+                                   f"(Megatron-Bridge {recipes_of(release)}, "
+                                   f"NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = "
+                                   f"{per_rack * GB200_TRAY_GPUS})")
                 if release is not None and release >= FLEX_FROM and \
                         _n(row.model).startswith(BF16_MOMENTS_MODELS):
                     fields["optimizer_dtype"] = "bf16"
