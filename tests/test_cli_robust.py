@@ -724,7 +724,8 @@ def test_an_option_of_a_file_given_an_empty_path_is_a_usage_error(tmp_path):
 
 def test_an_empty_job_or_scenario_name_is_a_usage_error(tmp_path):
     """`--job ""` (`--job "$JOB"` with JOB unset) was looked up as a name: "--job : no such
-    job" (E221), the name shown as nothing; an empty --scenario alike (E216)."""
+    job" (E221), the name shown as nothing; an empty --scenario alike (E216), and synth's
+    --part ("--part with no fault to drill", or "--part ``: name the part")."""
     design = str(REPO / "examples" / "explore.astral")
     observed = tmp_path / "log.csv"
     observed.write_text("rank,iteration,phase,start_s,duration_s\n0,1,forward,0,1\n")
@@ -735,7 +736,11 @@ def test_an_empty_job_or_scenario_name_is_a_usage_error(tmp_path):
                              (["report", design, "-o", "x.html", "--job", "llama70b",
                                "--job", ""], "--job", "job"),
                              (["forecast", design, "--scenario", ""], "--scenario", "scenario"),
-                             (["check", design, "--scenario="], "--scenario", "scenario")):
+                             (["check", design, "--scenario="], "--scenario", "scenario"),
+                             # synth's --part: it was refused as a --part with no --fault
+                             (["synth", design, "-o", "x.csv", "--part", ""], "--part", "part"),
+                             (["synth", design, "-o", "x.csv", "--fault", "gpu", "--part", "",
+                               "--fault", "tor", "--part", "x"], "--part", "part")):
         p = astral(*args, cwd=tmp_path)
         assert (p.returncode, p.stderr) == (
             2, f"astral: error: {flag}: the name is empty: it names no {what}\n"), \

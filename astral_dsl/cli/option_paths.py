@@ -1,6 +1,7 @@
 """The paths of the options that name a file a command reads or writes, checked before the
 command runs (cli/__init__.py's main): none empty, none `-` for standard output, and each file
-to write in a folder that exists; and the names of `--job` and `--scenario`, none empty."""
+to write in a folder that exists; and the names of `--job`, `--scenario` and `--part`, none
+empty."""
 from __future__ import annotations
 
 import os
@@ -27,13 +28,16 @@ def empty(args) -> Optional[str]:
                 None)
 
 
-# the options that name a job or a scenario of the design (a str, or a list when repeated)
-_NAMED = (("job", "--job", "job"), ("scenario", "--scenario", "scenario"))
+# the options that name a job, a scenario or a part of the design (a str, or a list when
+# repeated): `astral synth --part ""` was refused as a --part given with no --fault
+_NAMED = (("job", "--job", "job"), ("scenario", "--scenario", "scenario"),
+          ("part", "--part", "part"))
 
 
 def empty_name(args) -> Optional[str]:
-    """Why an option naming a job or a scenario names none (`--job ""`, as `--job "$JOB"`
-    with JOB unset), or None: it was looked up as a name, `--job : no such job` (E221)."""
+    """Why an option naming a job, a scenario or a part names none (`--job ""`, as
+    `--job "$JOB"` with JOB unset), or None: it was looked up as a name, `--job : no such job`
+    (E221)."""
     for name, flag, what in _NAMED:
         given = getattr(args, name, None)
         if given == "" or (isinstance(given, list) and "" in given):
