@@ -287,9 +287,31 @@ def test_a_space_beyond_the_budget_is_refused_before_any_work(small, capsys, mon
     assert d.message == (f"job `dense`: the first 2 of the 3 GPU counts from 8 to 32 admit more "
                          f"than {on_8:,} parallel configurations, beyond what a search takes "
                          f"(README, Limits)")
+    assert d.hint == "search fewer GPU counts at a time (--gpus with a larger step, or a list)"
     monkeypatch.setattr(space, "MAX_CONFIGS", 100)
     code, out, _ = _cli(["search", str(small), "--job", "dense", "--workers", "1"], capsys)
     assert code == 2 and "error[E803]: job `dense`: 16 GPUs admit more than 100" in out
+    assert "= hint: the micro-batches searched are the divisors of the global batch: a batch " \
+           "with fewer divisors, or a smaller GPU count (--gpus)" in out
+
+
+def test_a_space_beyond_the_budget_names_the_api_argument(small, monkeypatch):
+    """E803's hints from the API name its argument `gpus` (they said `--gpus`, an option the
+    caller never gave), as the search's other refusals from the API do."""
+    from astral_dsl.explore.search import space, work
+
+    on_8 = len(enumerate_space(_state(small, "dense", gpus=(8,)).space)[0])
+    monkeypatch.setattr(space, "MAX_CONFIGS", on_8)
+    monkeypatch.setattr(work, "screen", None)          # screening would fail: never reached
+    for gpus, hint in (([8, 16, 32], "search fewer GPU counts at a time (gpus with a larger "
+                                     "step, or a list)"),
+                       ([16], "the micro-batches searched are the divisors of the global "
+                              "batch: a batch with fewer divisors, or a smaller GPU count "
+                              "(gpus)")):
+        with pytest.raises(astral_dsl.SearchError) as exc:
+            astral_dsl.search(small, job="dense", gpus=gpus, workers=1)
+        (d,) = exc.value.diagnostics
+        assert (d.code, d.hint) == ("E803", hint), gpus
 
 
 def _cli(args, capsys):

@@ -153,7 +153,7 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     try:
         configs, counts = enumerate_space(state.space)
     except TooLarge as exc:
-        raise SearchError(str(exc), [_too_large(exc, state, bundle)]) from None
+        raise SearchError(str(exc), [_too_large(exc, state, bundle, option)]) from None
     eng = engine or make_engine(cluster, workers)
     cap = state.cluster.gpu.memory / 1e9 if state.cluster.gpu.memory else None
     try:
@@ -335,13 +335,14 @@ def _lost(n: int, why: str, bundle):
                       file=bundle.entry_name)
 
 
-def _too_large(exc: TooLarge, state, bundle):
-    """E803: the space beyond the search's budget (space.MAX_CONFIGS), said before any work."""
+def _too_large(exc: TooLarge, state, bundle, option: Callable[[str], str]):
+    """E803: the space beyond the search's budget (space.MAX_CONFIGS), said before any work;
+    `option` as run's (the hints name `--gpus`, from the API `gpus`)."""
     from astral_dsl.diagnostics import Diagnostic, Severity
 
     gpus, k = state.space.gpus, exc.counts
     micro = ("the micro-batches searched are the divisors of the global batch: a batch with "
-             "fewer divisors, or a smaller GPU count (--gpus)")
+             f"fewer divisors, or a smaller GPU count ({option('gpus')})")
     if len(gpus) == 1:
         where, hint = f"{gpus[0]:,} GPUs", micro
     elif k == 1:
@@ -349,7 +350,8 @@ def _too_large(exc: TooLarge, state, bundle):
     else:
         counts = f"the first {k:,} of the {len(gpus):,}" if k < len(gpus) else f"the {k:,}"
         where = f"{counts} GPU counts from {gpus[0]:,} to {gpus[-1]:,}"
-        hint = "search fewer GPU counts at a time (--gpus with a larger step, or a list)"
+        hint = (f"search fewer GPU counts at a time ({option('gpus')} with a larger step, or "
+                f"a list)")
     return Diagnostic("E803", Severity.ERROR,
                       f"job `{state.job.template}`: {where} admit more than {_space.MAX_CONFIGS:,} "
                       f"parallel configurations, beyond what a search takes (README, Limits)",
