@@ -267,6 +267,27 @@ def test_directories_and_missing_paths(tmp_path):
     assert codes(observe.load([str(empty)])) == ["E780"]
 
 
+def test_a_directorys_fifo_or_dangling_link_is_skipped_with_a_warning(tmp_path):
+    """A FIFO (or a link to nothing) in a directory given was left out in silence: its rank
+    unread, no word why. It is W782 now, named, as a README is; a folder in it stays unread
+    and unsaid (directories are not walked)."""
+    (tmp_path / "job.csv").write_text(LOG)
+    os.mkfifo(tmp_path / "rank-2.csv")
+    os.symlink(tmp_path / "gone.csv", tmp_path / "rank-3.csv")
+    (tmp_path / "older").mkdir()
+    obs = observe.load([str(tmp_path)])
+    hint = "copy the profiler trace or rank log into the directory as a regular file to read it"
+    assert [(d.code, d.message, d.file, d.hint) for d in obs.diagnostics] == [
+        ("W782", "skipped: not a regular file (a FIFO, a device or a socket)",
+         str(tmp_path / "rank-2.csv"), hint),
+        ("W782", "skipped: a link to nothing", str(tmp_path / "rank-3.csv"), hint)]
+    assert obs.files == (str(tmp_path / "job.csv"),) and sorted(obs.ranks) == [0, 1]
+    only = tmp_path / "only"
+    only.mkdir()
+    os.mkfifo(only / "rank-0.csv")
+    assert codes(observe.load([str(only)])) == ["W782", "E780"]
+
+
 def test_empty_iteration_is_said(tmp_path):
     doc = json.load(gzip.open(TRACES / "nccl_data_rank-0.json.gz"))
     steps = [e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep")]

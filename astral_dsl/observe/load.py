@@ -53,8 +53,10 @@ def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnos
     out, diags = [], []
     for p in paths:
         if os.path.isdir(p):
-            found = sorted(os.path.join(p, n) for n in os.listdir(p)
-                           if not n.startswith(".") and os.path.isfile(os.path.join(p, n)))
+            listed = sorted(os.path.join(p, n) for n in os.listdir(p) if not n.startswith("."))
+            found = [f for f in listed if os.path.isfile(f)]
+            diags.extend(_skipped(f) for f in listed
+                         if not os.path.isfile(f) and not os.path.isdir(f))
             if not found:
                 diags.append(diag("E780", "the directory holds no file to read", p))
             out.extend((f, False) for f in found)
@@ -66,6 +68,17 @@ def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnos
                                      else "not a regular file",
                                      errno.ENOENT if gone else errno.EINVAL))
     return out, diags
+
+
+def _skipped(path: str) -> Diagnostic:
+    """W782 for an entry of a directory that is no regular file, nor a folder (a FIFO, a
+    device, a socket, a link to nothing): not read, as a README is not (it was left out in
+    silence: a rank's log that is a FIFO left its rank unread with no word why)."""
+    what = ("not a regular file (a FIFO, a device or a socket)" if os.path.exists(path) else
+            "a link to nothing" if os.path.lexists(path) else "gone since the folder was listed")
+    return diag("W782", f"skipped: {what}", path,
+                "copy the profiler trace or rank log into the directory as a regular file to "
+                "read it")
 
 
 def _unreadable(path: str, message: str, err: Optional[int]) -> Diagnostic:
