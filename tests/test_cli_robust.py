@@ -528,13 +528,15 @@ def test_forecast_interrupted_while_writing_its_trace_leaves_the_trace_there_was
 
 def test_synth_refuses_a_part_or_a_severity_it_would_drop(tmp_path):
     """`--severity 2` (or a --part) without a --fault drilled a healthy run without a word, and
-    `--part ''` a part drawn at random: each is a usage error, nothing written."""
+    `--part ''` a part drawn at random: each is a usage error, nothing written (an empty
+    --part, as every empty name: test_an_empty_job_or_scenario_name_is_a_usage_error)."""
     design = "tests/fixtures/diagnose/tiny.astral"
     out = tmp_path / "drill.csv"
     for args, said in ((["--severity", "2"], "--severity with no fault to drill"),
                        (["--fault", "none", "--part", "Tiny.racks[0]"],
                         "--part with no fault to drill"),
-                       (["--fault", "gpu", "--part", ""], "--part ``: name the part")):
+                       (["--fault", "gpu", "--part", ""],
+                        "--part: the name is empty: it names no part\n")):
         p = astral("synth", design, "-o", out, *args)
         assert p.returncode == 2 and p.stderr.startswith(f"astral: error: {said}"), p.stderr
     assert list(tmp_path.iterdir()) == []

@@ -180,15 +180,12 @@ def _asked(args):
         return None, usage("--fault none is a healthy run: it cannot go with another --fault")
     parts = args.part or [None] * len(kinds)
     severities = args.severity or [None] * len(kinds)
-    # (each was dropped unsaid: `--severity 2` without a --fault drilled a healthy run, `--part
-    # ''` a part drawn at random)
+    # (each was dropped unsaid: `--severity 2` without a --fault drilled a healthy run; `--part
+    # ''`, a part drawn at random, is refused before, as every empty name: cli/option_paths.py)
     if "none" in kinds and (args.part or args.severity):
         return None, usage(f"{'--part' if args.part else '--severity'} with no fault to drill "
                            f"(--fault none, the default): a healthy run has no faulty part nor "
                            f"severity")
-    if "" in parts:
-        return None, usage("--part ``: name the part (a path such as `Site.racks[0].hosts[0]`)"
-                           ", or leave --part out for one drawn at random")
     for kind, severity in zip(kinds, severities):
         why = _bad_severity(kind, severity)
         if why:
