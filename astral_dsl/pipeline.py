@@ -69,7 +69,7 @@ from astral_dsl.semantics.allows import collect as collect_allows
 from astral_dsl.semantics.defaults import report as report_defaults
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
-from astral_dsl.semantics.overrides import parse_overrides
+from astral_dsl.semantics.overrides import Option, command_line, parse_overrides
 from astral_dsl.semantics.release import release
 from astral_dsl.semantics.paths import canonical_paths, multiplicities
 
@@ -84,10 +84,12 @@ if TYPE_CHECKING:
 
 @gcpause.pausing                # frames, values and the frozen design: long-lived
 def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overrides,
-              assignments, scenario: Optional[Instance], trace=None) -> Design:
+              assignments, scenario: Optional[Instance], trace=None,
+              option: Option = command_line) -> Design:
     """Passes 5-15 over a parsed entry: the Design, with the values of `assignments` for its
     unknowns and compiled under `scenario` (its parts isolated, its `set`s in place, its own
-    checks run). `trace` (semantics/trace.py) is told every value as it is made."""
+    checks run). `trace` (semantics/trace.py) is told every value as it is made; `option`
+    names an override in the caller's words (semantics/overrides.py: `--set NAME`)."""
     diagnostics: List[Diagnostic] = list(load_diagnostics)
     recorded = dict(overrides or {})
     if entry.tree is None:
@@ -95,8 +97,9 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
                             overrides=tuple(recorded.items()))
     scopes: dict = {}
     scope = passes.module_scope(entry, loader, scopes, diagnostics)               # 5
-    given = parse_overrides(recorded, scope, diagnostics)                         # 6
+    given = parse_overrides(recorded, scope, diagnostics, option)                 # 6
     ev = _instantiator(diagnostics, given, scope, assignments, scenario, trace)
+    ev.option = option
     if trace is not None:
         trace.attach(ev, scopes)
     try:

@@ -23,6 +23,7 @@ from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import front_end, front_end_errors, size, unsized
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
+from astral_dsl.semantics.overrides import Option, command_line, from_python
 from astral_dsl.syntax.source import encode
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ class Workspace:
     load_diagnostics: Tuple[Diagnostic, ...]     # reading, parsing and imports
     _design: Optional[Design] = None
     _sizing: Optional[Any] = None
+    # how the messages of an override name it (semantics/overrides.py): `--set NAME` for the
+    # command, `overrides['NAME']` for the API's functions and with_params
+    option: Option = command_line
 
     def __repr__(self) -> str:
         # what a REPL shows: the entry and its overrides, not every module's text and tree
@@ -49,9 +53,10 @@ class Workspace:
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
     def open(cls, path, overrides: Optional[Mapping[str, object]] = None,
-             read=read_file) -> "Workspace":
+             read=read_file, option: Option = command_line) -> "Workspace":
         """Read and parse the file at `path` and everything it imports (`read`: how a file is
-        read, e.g. the language server's open documents first)."""
+        read, e.g. the language server's open documents first; `option`: how an override is
+        named, the command's `--set NAME` or the API's semantics.overrides.from_python)."""
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"the path of a design must be a str or a path, not "
                             f"{type(path).__name__}")
@@ -67,7 +72,7 @@ class Workspace:
                 "E100", Severity.ERROR, "cannot read ``: the path is empty: it names no file",
                 None, "name a .astral file", file=name))
             return cls(LoadedModule(name, path, None, None), loader, dict(overrides or {}),
-                       tuple(diagnostics))
+                       tuple(diagnostics), option=option)
         try:
             data = read(path)
         except OSError as exc:
@@ -75,14 +80,14 @@ class Workspace:
             entry = LoadedModule(name, path, None, None)
         else:
             entry = loader.load_entry_text(name, data, path)
-        return cls(entry, loader, dict(overrides or {}), tuple(diagnostics))
+        return cls(entry, loader, dict(overrides or {}), tuple(diagnostics), option=option)
 
     @classmethod
     def of_text(cls, text, name: str = "<string>", root=None,
                 overrides: Optional[Mapping[str, object]] = None,
-                read=read_file) -> "Workspace":
+                read=read_file, option: Option = command_line) -> "Workspace":
         """Parse source text (str, or bytes as a file holds them); imports resolve against
-        `root` (default: the current directory) and the stdlib."""
+        `root` (default: the current directory) and the stdlib; `option` as open's."""
         if not isinstance(text, (str, bytes, bytearray, memoryview)):
             raise TypeError(f"the source of a design must be str or bytes, not "
                             f"{type(text).__name__}")
@@ -96,7 +101,7 @@ class Workspace:
         loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
         data = bytes(text) if not isinstance(text, str) else encode(text)
         entry = loader.load_entry_text(name, data)
-        return cls(entry, loader, dict(overrides or {}), tuple(diagnostics))
+        return cls(entry, loader, dict(overrides or {}), tuple(diagnostics), option=option)
 
     # -- what was read ---------------------------------------------------------------------------
     @property
@@ -155,7 +160,7 @@ class Workspace:
         or a value of the wrong dimension, is a diagnostic of the new design (E213, E310)."""
         _check_values(params)
         return Workspace(self.entry, self.loader, {**self.overrides, **params},
-                         self.load_diagnostics)
+                         self.load_diagnostics, option=from_python)     # the API's words
 
     # -- compiling -------------------------------------------------------------------------------
     @property
@@ -195,15 +200,17 @@ class Workspace:
 
     def compile(self, overrides: Optional[Mapping[str, object]] = None,
                 assignments: Optional[Mapping[str, Any]] = None,
-                scenario: Optional[Instance] = None, trace=None) -> Design:
+                scenario: Optional[Instance] = None, trace=None,
+                option: Optional[Option] = None) -> Design:
         """The parsed source evaluated again: with `overrides` (default: the workspace's),
         `assignments` for its unknowns (sizing), under `scenario` (a scenario instance of a
-        design of this workspace), telling `trace` every value (semantics/trace.py)."""
+        design of this workspace), telling `trace` every value (semantics/trace.py), naming
+        an override as `option` does (default: the workspace's)."""
         if overrides is not None:
             _check_overrides(overrides)
         return front_end(self.entry, self.loader, self.load_diagnostics,
                          self.overrides if overrides is None else overrides,
-                         assignments or {}, scenario, trace)
+                         assignments or {}, scenario, trace, option or self.option)
 
     def recompile(self, design: Design, assignments: Optional[Mapping[str, Any]] = None,
                   scenario: Optional[Instance] = None) -> Design:

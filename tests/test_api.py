@@ -396,13 +396,13 @@ def test_a_finite_number_past_1e308_is_a_number_or_too_large_in_si(tmp_path, giv
     for value in (given, str(float(given)), f"{float(given)} kW"):
         bad = [d for d in ws.with_params(p=value).design.diagnostics if d.is_error]
         assert [(d.code, d.message, d.hint, d.span.start.line) for d in bad] == [
-            ("E310", f"--set p: {format_number(float(given))} kW is too large to represent "
-                     f"(beyond about 1.8e308 in SI units)",
+            ("E310", f"overrides['p']: {format_number(float(given))} kW is too large to "
+                     f"represent (beyond about 1.8e308 in SI units)",
              "write it in a larger unit or check the number", 2)]
     # past the largest float: an int is said by its size, a float is an infinity
     huge = [d.message for d in ws.with_params(n=2 ** 1024 - 2 ** 970).design.diagnostics]
-    assert huge == ["--set n: an int of 1024 bits is too large to represent (beyond about "
-                    "1.8e308)"]
+    assert huge == ["overrides['n']: an int of 1024 bits is too large to represent (beyond "
+                    "about 1.8e308)"]
 
 
 def test_forecast_refuses_a_design_with_errors_as_the_command_does():
@@ -411,8 +411,8 @@ def test_forecast_refuses_a_design_with_errors_as_the_command_does():
     path = REPO / "examples" / "explore.astral"
     with pytest.raises(astral_dsl.ForecastError) as info:
         astral_dsl.forecast(path, job="llama70b", overrides={"tpp": 4})
-    assert str(info.value) == ("the design has errors: E213 --set tpp: the design has no "
-                               "parameter `tpp`")
+    assert str(info.value) == ("the design has errors: E213 overrides['tpp']: the design has "
+                               "no parameter `tpp`")
     assert [d.code for d in info.value.diagnostics if d.is_error] == ["E213"]
     with pytest.raises(astral_dsl.ForecastError, match="E310"):
         astral_dsl.forecast(astral_dsl.compile(path).with_params(tp=Quantity.of(4, "W")))

@@ -126,8 +126,8 @@ def test_an_int_beyond_a_float_is_the_error_of_a_number_too_large(ws, big, magni
     params = astral_dsl.check(ws.with_params(hosts_per_rack=big))
     (e310,) = [d for d in params.diagnostics if d.is_error]
     assert e310.code == "E310" and e310.span is not None and e310.span.start.line == 15
-    assert e310.message == (f"--set hosts_per_rack: an int of {big.bit_length()} bits is too "
-                            f"large to represent (beyond about 1.8e308)")
+    assert e310.message == (f"overrides['hosts_per_rack']: an int of {big.bit_length()} bits "
+                            f"is too large to represent (beyond about 1.8e308)")
     with pytest.raises(astral_dsl.ForecastError) as forecast:
         astral_dsl.forecast(ws, micro=big)
     assert [(d.code, d.message) for d in forecast.value.diagnostics] == [

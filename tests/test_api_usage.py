@@ -262,3 +262,43 @@ def test_a_sweep_row_s_params_are_typed_as_with_params_takes_them(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [(d["limit"], d["n"]) for d in lines] == [("50 kW", 2), (60, 2)]
+
+
+def test_an_override_is_named_in_the_callers_words(tmp_path):
+    """`load(path, overrides=...)`, `with_params(...)` and the commands' functions said
+    `--set NAME: ...`, an option the caller never gave: they name `overrides['NAME']` and give
+    with_params as the example, as the search names `gpus` where the command says `--gpus`; the
+    command still says `--set`."""
+    path = tmp_path / "d.astral"
+    text = "param n = 4\nparam p = 45 kW\nsite S { }\n"
+    path.write_text(text)
+    bad = {"nope": 1, "p": "5 kg"}
+    said = [("E213", "overrides['nope']: the design has no parameter `nope`",
+             "parameters: n, p"),
+            ("E310", "overrides['p']: expected a power (kW) like the default `45 kW`, got `5 kg`",
+             "give it in a unit of the default's dimension, e.g. `with_params(p='45 kW')`")]
+
+    def errors(diagnostics):
+        return [(d.code, d.message, d.hint) for d in diagnostics if d.is_error]
+
+    with pytest.raises(astral_dsl.SearchError) as search:
+        astral_dsl.search(path, overrides=bad, workers=1)
+    swept = astral_dsl.sweep(path, {"n": [2]}, overrides=bad, workers=1)
+    ws = astral_dsl.compile(path)
+    for where, found in (("load", astral_dsl.load(path, overrides=bad).diagnostics),
+                         ("loads", astral_dsl.loads(text, overrides=bad).diagnostics),
+                         ("with_params", ws.with_params(**bad).design.diagnostics),
+                         ("compile", ws.compile(overrides=bad).diagnostics),
+                         ("check", astral_dsl.check(path, overrides=bad).diagnostics),
+                         ("margins", astral_dsl.margins(path, overrides=bad).diagnostics),
+                         ("search", search.value.diagnostics),
+                         ("sweep", swept.base.diagnostics)):
+        assert errors(found) == said, where
+    assert [(d["code"], d["message"], d["hint"]) for d in swept.rows[0]["diagnostics"]] == said
+    cli = _astral_cli("check", path, "--set", "nope=1", "--set", "p=5 kg")
+    assert cli.returncode == 1
+    assert "error[E213]: --set nope: the design has no parameter `nope`\n" in cli.stdout
+    assert "error[E310]: --set p: expected a power (kW) like the default `45 kW`, got `5 kg`\n" \
+           in cli.stdout
+    assert "= hint: give it in a unit of the default's dimension, e.g. `--set p=45 kW`\n" \
+           in cli.stdout

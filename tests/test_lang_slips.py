@@ -5,6 +5,7 @@ open."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shlex
 import textwrap
@@ -78,28 +79,55 @@ def test_a_quoted_number_given_to_set_is_shown_quoted_with_a_hint(tmp_path):
     # was: expected a number like the default `4`, got `4` (the value given read as the default)
     d = only(build("param n = 4\nparam p = 45 kW\nsite S {}\n", tmp_path,
                    overrides={"n": '"4"'}), "E310")
-    assert d.message == '--set n: expected a number like the default `4`, got "4"'
-    assert d.hint == "write it without quotes, e.g. `--set n=4`"
+    assert (d.message, d.hint) == (
+        "overrides['n']: expected a number like the default `4`, got \"4\"",
+        "write it without quotes, e.g. `with_params(n=4)`")          # from the API (loads)
+    cli = json.loads(check_json("param n = 4\nsite S {}\n", tmp_path, "--set", 'n="4"'))
+    (e310,) = [d for d in cli["diagnostics"] if d["severity"] == "error"]
+    assert (e310["message"], e310["hint"]) == (
+        '--set n: expected a number like the default `4`, got "4"',
+        "write it without quotes, e.g. `--set n=4`")                  # from the command
     d = only(build("param p = 45 kW\nsite S {}\n", tmp_path, overrides={"p": "45 GB"}), "E310")
     assert d.message.endswith("got `45 GB`") and "dimension" in d.hint
 
 
-@pytest.mark.parametrize("source, given, hint", [
+@pytest.mark.parametrize("source, given, hint, python", [
     # was: "give it in a unit of the default's dimension": `300K` read as the absolute one
     ("param t = 90 degC", "300K", "`K` is a temperature difference in astral, not an absolute "
-     "temperature: write an absolute one in `degC` or `degF`, e.g. `--set t=26.85 degC` for "
-     "300 K above absolute zero"),
+     "temperature: write an absolute one in `degC` or `degF`, e.g. {} for 300 K above "
+     "absolute zero", ("`--set t=26.85 degC`", "`with_params(t='26.85 degC')`")),
     ("param t = 90 degC", "25 K", "`K` is a temperature difference in astral, not an absolute "
-     "temperature: write an absolute one in `degC` or `degF`, e.g. `--set t=25 degC`"),
+     "temperature: write an absolute one in `degC` or `degF`, e.g. {}",
+     ("`--set t=25 degC`", "`with_params(t='25 degC')`")),
     ("param t = 10 K", "30 degC", "`degC` is an absolute temperature; a difference is written "
-     "in `K` (or `delta_degC`), e.g. `--set t=30 K` for 30 degC above 0 degC"),
+     "in `K` (or `delta_degC`), e.g. {} for 30 degC above 0 degC",
+     ("`--set t=30 K`", "`with_params(t='30 K')`")),
     ("param t: temperature = 90 degC", "300 K", "`K` is a temperature difference in astral, "
      "not an absolute temperature: write an absolute one in `degC` or `degF`, e.g. "
-     "`26.85 degC` for 300 K above absolute zero"),
+     "{} for 300 K above absolute zero", ("`26.85 degC`", "`26.85 degC`")),
 ])
-def test_set_says_k_is_a_temperature_difference(source, given, hint, tmp_path):
+def test_set_says_k_is_a_temperature_difference(source, given, hint, python, tmp_path):
+    """The command's example is a `--set`; the API's (loads here) a with_params call."""
+    cli = json.loads(check_json(source + "\nsite S {}\n", tmp_path, "--set", f"t={given}"))
+    (e310,) = [d for d in cli["diagnostics"] if d["severity"] == "error"]
+    assert (e310["code"], e310["hint"]) == ("E310", hint.format(python[0]))
     d = only(build(source + "\nsite S {}\n", tmp_path, overrides={"t": given}), "E310")
-    assert d.hint == hint
+    assert d.hint == hint.format(python[1])
+
+
+def check_json(text: str, tmp_path, *args) -> str:
+    """`astral check --format json` of `text` (main.astral in tmp_path) with `args`: stdout."""
+    import contextlib
+    import io
+
+    from astral_dsl.cli import main
+
+    path = tmp_path / "main.astral"
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["check", str(path), "--format", "json", *args])
+    return out.getvalue()
 
 
 def test_a_huge_value_given_to_set_is_not_echoed_back_whole(tmp_path):
@@ -481,8 +509,8 @@ def test_a_huge_unit_or_name_given_to_set_is_not_echoed_back_whole(tmp_path):
     end, as the values of test_a_huge_value_given_to_set_is_not_echoed_back_whole."""
     d = only(build("param p = 5 kW\nsite S {}\n", tmp_path,
                    overrides={"p": "5 " + "k" * 100_000}), "E310")
-    assert d.message.startswith("--set p: unknown unit `kkk") and len(d.message) <= 209
+    assert d.message.startswith("overrides['p']: unknown unit `kkk") and len(d.message) <= 216
     assert "..." in d.message
     name = "z" * 100_000
     d = only(build("param p = 5 kW\nsite S {}\n", tmp_path, overrides={name: "1"}), "E213")
-    assert len(d.message) < 200 and d.message.startswith("--set zzz") and "..." in d.message
+    assert len(d.message) < 200 and d.message.startswith("overrides['zzz") and "..." in d.message

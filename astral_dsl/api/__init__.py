@@ -28,6 +28,7 @@ from astral_dsl.pipeline import Checked
 from astral_dsl.pipeline import front_end_errors as _front_end_errors
 from astral_dsl.pipeline import check as _check
 from astral_dsl.semantics.modules import read_file
+from astral_dsl.semantics.overrides import from_python as _in_python     # `overrides['NAME']`
 from astral_dsl.units import Quantity
 from astral_dsl.units.quantity import UnitError
 from astral_dsl.units.table import UnitSpecError
@@ -75,8 +76,9 @@ def load(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
     `overrides` sets top-level parameters as `--set` does: {"hosts_per_rack": "8"}; a value may
     also be a number (which, like a bare number on the command line, takes the unit of the
     parameter's default), a bool or a Quantity. Anything else is reported as E310. A path that
-    is not a str or path, or overrides that are not a mapping, raise TypeError."""
-    return Workspace.open(path, overrides, read).sized
+    is not a str or path, or overrides that are not a mapping, raise TypeError. The
+    diagnostics of an override name it `overrides['NAME']` where the command's say `--set NAME`."""
+    return Workspace.open(path, overrides, read, _in_python).sized
 
 
 def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = None,
@@ -86,7 +88,7 @@ def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = N
     (a lone surrogate, invalid UTF-8 bytes) is reported as E101. Text that is neither str nor
     bytes (None, a number) and overrides that are not a mapping raise TypeError. A design with
     `?` is sized, as `load` sizes it."""
-    return Workspace.of_text(text, name, root, overrides, read).sized
+    return Workspace.of_text(text, name, root, overrides, read, _in_python).sized
 
 
 def compile(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
@@ -95,13 +97,13 @@ def compile(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
     is the file compiled (on first use) and which compiles the same parsed source again:
     `compile(overrides=, assignments=, scenario=)`, `recompile(design, ...)` and `under
     (scenario)`, the design under one of its scenarios."""
-    return Workspace.open(path, overrides, read)
+    return Workspace.open(path, overrides, read, _in_python)
 
 
 def compiles(text: str | bytes, name: str = "<string>", root: str | Path | None = None,
              overrides: Optional[Mapping[str, object]] = None, read=read_file) -> Workspace:
     """`compile` for source text (see `loads`)."""
-    return Workspace.of_text(text, name, root, overrides, read)
+    return Workspace.of_text(text, name, root, overrides, read, _in_python)
 
 
 def check(target: Target, scenarios: Optional[Sequence[str]] = None,

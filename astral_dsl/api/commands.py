@@ -13,6 +13,7 @@ from typing import (TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
 from astral_dsl.api import arguments as _a
 from astral_dsl.api.results import Chosen, DiffResult, RunsResult, Sized
 from astral_dsl.pipeline import check as _check
+from astral_dsl.semantics.overrides import from_python
 from astral_dsl.workspace import ParamValue, Workspace
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def workspace_of(target: Target, overrides: Optional[Mapping[str, ParamValue]] =
     if not isinstance(target, (str, os.PathLike)):
         raise TypeError(f"a design is a path or a Workspace (astral_dsl.compile), not "
                         f"{type(target).__name__}")
-    return Workspace.open(target, overrides)
+    return Workspace.open(target, overrides, option=from_python)     # `overrides['NAME']`
 
 
 def size(target: Target, scenario: Optional[str] = None,
@@ -144,7 +145,8 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
              f"{name}=" + ",".join(_one(name, v, path) for v in _listed(name, values))
              for name, values in grid.items()]
     result = _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
-                        workers=workers, calibration=calibration_of(calibration))
+                        workers=workers, calibration=calibration_of(calibration),
+                        set_option=from_python)             # `overrides['NAME']`
     if _sweep.front_end_fatal(result.base):
         # the file cannot be read, parsed or imported (E1xx, E207): no point can be swept; the
         # command line prints the design's errors and exits 1, the API says so rather than

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from astral_dsl.api import arguments as _a
 from astral_dsl.api.commands import Target, calibration_of, file_and_sets, literal_sets
+from astral_dsl.semantics.overrides import from_python
 from astral_dsl.workspace import ParamValue
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def search(target: Target, job: Optional[str] = None, objective: str = "tokens_p
         return _search.run(os.fspath(path), job=job, objective=objective, top=top, gpus=counts,
                            sets=sets, workers=workers, life_s=life_s,
                            calibration=calibration_of(calibration), sure_fit=sure_fit,
-                           option=str)                 # `gpus`, not `--gpus`
+                           option=str, set_option=from_python)   # `gpus`, not `--gpus`
     except ValueError as exc:
         if isinstance(exc, _search.SearchError):
             raise
@@ -92,7 +93,8 @@ def margins(target: Target, overrides: Optional[Mapping[str, ParamValue]] = None
     path, sets = file_and_sets(target, "margins compile the design again from its file")
     _a.mapping(overrides, "overrides")
     sets.update(literal_sets(overrides))
-    return _margins.analyse(os.fspath(path), sets, params=_a.names(params, "params"))
+    return _margins.analyse(os.fspath(path), sets, params=_a.names(params, "params"),
+                            set_option=from_python)          # `overrides['NAME']`
 
 
 __all__ = ["margins", "search"]

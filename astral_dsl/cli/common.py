@@ -207,11 +207,13 @@ def colour(args, stream=None) -> bool:
     return (stream or sys.stdout).isatty()
 
 
-def open_path(path: str, overrides):
-    """The workspace of a file (api.compile): its design is `.design`."""
-    from astral_dsl import api
+def open_path(path: str, overrides, read=None):
+    """The workspace of a file (api.compile, but for the overrides' messages: `--set NAME`,
+    not the API's `overrides['NAME']`): its design is `.design`."""
+    from astral_dsl.workspace import Workspace
 
-    return api.compile(path, overrides)
+    return Workspace.open(path, overrides) if read is None else \
+        Workspace.open(path, overrides, read)
 
 
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, baseline=None,

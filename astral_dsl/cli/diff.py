@@ -20,7 +20,7 @@ from typing import List, Optional
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError,
                                    add_calibration, add_color, add_schema, add_set, colour,
-                                   parse_sets, schema_first, unreadable, usage)
+                                   open_path, parse_sets, schema_first, unreadable, usage)
 
 NAME = "diff"
 HELP = "what changes between two designs (files or git REV:path)"
@@ -49,12 +49,12 @@ def _load(arg: str, overrides, folders: List[Path]):
 
     rev = split_revision(arg)
     if rev is None:
-        ws = api.compile(arg, overrides)
+        ws = open_path(arg, overrides)          # `--set NAME` in its messages, not the API's
         result = api.check(ws)
         return arg, result, lambda f: _relative(f, ws.root)
     folder, entry, read = materialise(*rev)
     folders.append(folder)
-    ws = api.compile(str(entry), overrides, read)
+    ws = open_path(str(entry), overrides, read)
     result = _renamed(api.check(ws), folder, rev[0])
     return arg, result, lambda f: _relative(f, ws.root, f"{rev[0]}:", folder)
 

@@ -21,6 +21,7 @@ from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 
 from astral_dsl import __version__, records
+from astral_dsl.semantics.overrides import Option, command_line
 
 ROOT_MARKER = "astral.toml"
 
@@ -46,10 +47,12 @@ class Bundle:
         return dict(self.names)[self.entry]
 
 
-def load_with_bundle(path: str, overrides=None, names: Sequence[str] = ()):
+def load_with_bundle(path: str, overrides=None, names: Sequence[str] = (),
+                     set_option: Option = command_line):
     """Compile `path` here (the base design, in its workspace) and bundle every project file
     it read, and the data files it names (data_files): (workspace, bundle). `names`: the text
-    values a sweep gives its parameters, which may name other data files."""
+    values a sweep gives its parameters, which may name other data files; `set_option`: how
+    the messages name an override (semantics/overrides.py)."""
     from astral_dsl.workspace import Workspace
     from astral_dsl.semantics.modules import display_name, project_root, read_file
 
@@ -60,7 +63,7 @@ def load_with_bundle(path: str, overrides=None, names: Sequence[str] = ()):
         seen[Path(p).resolve()] = data
         return data
 
-    ws = Workspace.open(path, overrides, read=recording)
+    ws = Workspace.open(path, overrides, read=recording, option=set_option)
     data_files(ws, ws.design, names, recording)
     root = project_root(Path(path))
     files, names = [], []

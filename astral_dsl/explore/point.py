@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from astral_dsl import records
 from astral_dsl.explore.bundle import Bundle, laid_out, renamer
 from astral_dsl.explore.recent import Recent
+from astral_dsl.semantics.overrides import Option, command_line
 
 # the columns of `astral size --format json`'s summary a sweep shows
 SUMMARY = ("gpus", "hosts", "racks", "switches", "it_power_kw", "it_power_avg_kw",
@@ -27,6 +28,7 @@ class PointOptions:
     forecast: bool = False
     scenario: Optional[str] = None
     calibration: Any = None            # Seer's constants (None: the shipped fit)
+    set_option: Option = command_line  # how an override is named (semantics/overrides.py)
 
 
 def evaluate_points(bundle: Bundle, points: Sequence[Dict[str, str]],
@@ -79,7 +81,7 @@ def _evaluate(entry: str, overrides, options: PointOptions):
     from astral_dsl.pipeline import check, front_end_errors
 
     ws = workspace(entry)
-    design = ws.compile(overrides=dict(overrides))
+    design = ws.compile(overrides=dict(overrides), option=options.set_option)
     result = check(ws, design, [options.scenario] if options.scenario else None)
     design = result.design
     diags = list(result.diagnostics)

@@ -22,6 +22,7 @@ from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, p
 from astral_dsl.explore.point import (FORECAST, SUMMARY, PointOptions, are_rows,
                                       evaluate_points)
 from astral_dsl.pools import local_workers
+from astral_dsl.semantics.overrides import Option, command_line
 from astral_dsl.syntax import ast
 
 
@@ -123,8 +124,11 @@ class Plan:
 
 
 def plan(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
-         job: Optional[str] = None, scenario: Optional[str] = None, calibration=None) -> Plan:
-    """The sweep of run() before any point is evaluated; SweepError for what cannot start."""
+         job: Optional[str] = None, scenario: Optional[str] = None, calibration=None,
+         set_option: Option = command_line) -> Plan:
+    """The sweep of run() before any point is evaluated; SweepError for what cannot start.
+    `set_option` names an override of `sets` (semantics/overrides.py: the command's `--set
+    NAME`, the API's `overrides['NAME']`), in the base design's messages and the points'."""
     sets = dict(sets or {})
     try:
         grids = parse_grids(grid_specs, sets)
@@ -135,10 +139,10 @@ def plan(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = 
                       "hosts_per_rack=2..6", path, "a sweep needs a parameter and its values: "
                       "`--grid NAME=VALUES` (astral_dsl.sweep: grid={\"NAME\": [...]})")
     texts = [v[1:-1] for g in grids for v in g.values if len(v) >= 2 and v[0] == v[-1] == '"']
-    ws, bundle = load_with_bundle(path, sets, texts)     # a text may name a data file
+    ws, bundle = load_with_bundle(path, sets, texts, set_option)   # a text may name a file
     base = ws.design
     options = PointOptions(job=job, forecast=job is not None, scenario=scenario,
-                           calibration=calibration)
+                           calibration=calibration, set_option=set_option)
     if front_end_fatal(base):
         return Plan(base.file, grids, base, bundle, sets, options, fatal=True)
     priceable = any("price" in text for _, text in ws.sources())
@@ -147,7 +151,7 @@ def plan(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = 
     if unknown:             # E213, exit 1, as `--set` of a name the design does not declare
         from astral_dsl.semantics.overrides import unknown_parameter
 
-        d = unknown_parameter("--grid", unknown[0], params, base.file)
+        d = unknown_parameter("--grid {}".format, unknown[0], params, base.file)
         raise SweepError(f"{d.message} ({d.hint})", [d])
     try:
         check_names(grids, params)
@@ -208,13 +212,14 @@ ROUND = 8       # chunks a worker per round: as engines.chunks makes them for a 
 def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
         job: Optional[str] = None, scenario: Optional[str] = None, cluster=None,
         workers: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
-        engine=None, calibration=None) -> SweepResult:
+        engine=None, calibration=None, set_option: Option = command_line) -> SweepResult:
     """Every point of the grids (module docstring), every row held. `calibration`: Seer's
     constants for the forecasts with `job` (a seer.calibration.Calibration; default: the
     shipped fit). `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it,
-    before any work). `astral sweep` writes its rows as they come instead (plan, evaluate)."""
+    before any work); `set_option` as plan's. `astral sweep` writes its rows as they come
+    instead (plan, evaluate)."""
     local_workers("workers", workers)
-    p = plan(path, grid_specs, sets, job, scenario, calibration)
+    p = plan(path, grid_specs, sets, job, scenario, calibration, set_option)
     if p.fatal:
         return SweepResult(p.file, p.grids, (), p.base, ())
     eng = engine or make_engine(cluster, workers)

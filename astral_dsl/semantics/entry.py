@@ -153,7 +153,7 @@ def lint_templates(ev: Instantiator, scope: ModuleScope, diagnostics) -> None:
         return
     found: List[Diagnostic] = []
     lint = Instantiator(found, ev.overrides, scope, {})
-    lint.lenient = True
+    lint.lenient, lint.option = True, ev.option
     for symbol in unused:
         lint.guarded(lambda: lint.instantiate(symbol, [], Env(scope), symbol.decl.name.span),
                      default=None)

@@ -20,6 +20,7 @@ from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.arguments import Deferred, bind, memo_key, override
 from astral_dsl.semantics.fields import _Given
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
+from astral_dsl.semantics.overrides import command_line
 from astral_dsl.semantics.scope import ModuleScope, Template
 from astral_dsl.syntax import ast
 
@@ -48,6 +49,9 @@ class Instantiator:
         self.steps = 0                # evaluation steps of this compile (evaluate.MAX_STEPS)
         self.step_limit = 0           # steps at which evaluate.py looks again (_at_limit)
         self.overrides = overrides or {}
+        # how an override is named in its messages (semantics/overrides.py: `--set NAME`, from
+        # the API `overrides['NAME']`); front_end sets the caller's
+        self.option = command_line
         self.entry = entry
         self.module_busy: set = set()    # (id(scope), name): module values being evaluated
         self.defaulting: set = set()      # parameter defaults being evaluated (arguments.bind)

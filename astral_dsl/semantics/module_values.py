@@ -1,7 +1,8 @@
 """The values of a module's top-level params and lets, each evaluated once on first use (the
 instantiator's `module_value`): a cycle between them is E404, a parameter is converted to its
 declared type and its assumption told (semantics/assumptions.py), and the entry module's
-parameters take the command line's `--set` values (E310 for one unlike the default)."""
+parameters take the command line's `--set` values (E310 for one unlike the default), or the
+API's `overrides` (named in the caller's words: the instantiator's `option`)."""
 from __future__ import annotations
 
 from astral_dsl.diagnostics import DiagnosticError, Span, excerpt
@@ -40,22 +41,25 @@ def _module_value(inst, symbol):
             and node.name.name in inst.overrides:
         value = inst.overrides[node.name.name]
         span = node.default.span
+        name, option = node.name.name, inst.option
         if node.type is None:
             default = inst.eval(node.default, env)
             if isinstance(default, Quantity) and not (
                     isinstance(value, Quantity) and value.dims == default.dims
                     and value.point == default.point):
-                fail("E310", f"--set {node.name.name}: expected a {default.describe()} like "
+                fail("E310", f"{option(name)}: expected a {default.describe()} like "
                              f"the default `{default}`, got {_shown(value)}", span,
-                     _set_hint(node.name.name, value, default))
+                     _set_hint(name, value, default, option))
             if isinstance(default, (bool, str)) and type(value) is not type(default):
                 from astral_dsl.model.values import show, type_name
+                from astral_dsl.semantics.overrides import command_line
 
-                fail("E310", f"--set {node.name.name}: expected a {type_name(default)} like "
+                shell = " (quoted for the shell)" if option is command_line else ""
+                fail("E310", f"{option(name)}: expected a {type_name(default)} like "
                              f"the default {show(default)}, got {excerpt(show(value), 60)}", span,
                      ("give `true` or `false`" if isinstance(default, bool) else
-                      "give a string in double quotes (quoted for the shell)") +
-                     f", e.g. `--set {node.name.name}={show(default)}`")
+                      f"give a string in double quotes{shell}") +
+                     f", e.g. `{option(name, show(default))}`")
     else:
         value = inst.eval(node.value if isinstance(symbol, LetSymbol) else node.default, env)
         span = (node.value if isinstance(symbol, LetSymbol) else node.default).span
@@ -67,7 +71,7 @@ def _module_value(inst, symbol):
             if not overridden:
                 raise
             d = exc.diagnostic
-            fail("E310", f"--set {node.name.name}: {d.message}", span, d.hint)
+            fail("E310", f"{inst.option(node.name.name)}: {d.message}", span, d.hint)
         if not overridden:
             param_assumed(inst, node, value)
     if inst.trace is not None:
@@ -75,15 +79,17 @@ def _module_value(inst, symbol):
     return value
 
 
-def _set_hint(name: str, value, default: Quantity) -> str:
+def _set_hint(name: str, value, default: Quantity, option) -> str:
     """The hint for `--set name=value` of another dimension than the default's: a temperature
-    difference (`300K`) for a temperature says that `K` is one, and how to write the point."""
+    difference (`300K`) for a temperature says that `K` is one, and how to write the point
+    (written as `option` gives a value: semantics/overrides.py)."""
     from astral_dsl.semantics.coerce import temperature_hint
 
     if isinstance(value, Quantity) and value.dims == default.dims:
-        return temperature_hint(value, default.point, lambda v: f"`--set {name}={v}`")
+        return temperature_hint(value, default.point, lambda v: f"`{option(name, v)}`")
     return ("write it without quotes" if isinstance(value, str) else
-            "give it in a unit of the default's dimension") + f", e.g. `--set {name}={default}`"
+            "give it in a unit of the default's dimension") + \
+        f", e.g. `{option(name, str(default))}`"
 
 
 def _shown(value) -> str:

@@ -8,8 +8,9 @@ which is meant (`97 %`, `1 %`)."""
 from __future__ import annotations
 
 import math
+import re
 import shlex
-from typing import Any, Dict, List, Mapping
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, did_you_mean, excerpt
 from astral_dsl.model.values import show
@@ -23,8 +24,34 @@ from astral_dsl.units.table import UnitSpecError
 _LITERALS = (ast.Number, ast.QuantityLit, ast.String, ast.Bool)
 
 
+def command_line(name: str, value: Optional[str] = None) -> str:
+    """The override of the parameter `name` in the command's words, `--set NAME`, or given
+    with `value`, `--set NAME=VALUE`: how the messages and hints of an override name it (each
+    `option` below; the API passes `from_python`, as explore.search.run's `option`)."""
+    return f"--set {name}" if value is None else f"--set {name}={value}"
+
+
+def from_python(name: str, value: Optional[str] = None) -> str:
+    """`command_line` in the API's words: `overrides['NAME']` (the mapping that `load`,
+    `compile` and the commands' functions take, which `Workspace.with_params` adds to), or
+    given with `value`, `with_params(NAME='VALUE')` (a str is read as `--set` reads its text;
+    a plain number is given as one, `with_params(NAME=4)`)."""
+    if value is None:
+        return f"overrides[{name!r}]"
+    return f"with_params({name}={value if _PLAIN.fullmatch(value) else repr(value)})"
+
+
+_PLAIN = re.compile(r"-?[0-9]+(\.[0-9]+)?")       # a number as Python writes it too
+
+
+Option = Callable[..., str]         # command_line or from_python
+
+
 def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
-                    diagnostics: List[Diagnostic]) -> Dict[str, Any]:
+                    diagnostics: List[Diagnostic],
+                    option: Option = command_line) -> Dict[str, Any]:
+    """The values of `given` (name -> the text of a literal, or from Python a value), each
+    checked against its parameter (E213, E310, named by `option`)."""
     out: Dict[str, Any] = {}
     for name, text in given.items():
         if not isinstance(name, str):
@@ -33,11 +60,11 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
                                           f"{name!r}, not by a parameter name", None,
                                           file=scope.file))
             continue
-        where = f"--set {name}"
+        where = option(name)
         symbol = scope.own.get(name)
         if not isinstance(symbol, ParamSymbol):
             params = [n for n, s in scope.own.items() if isinstance(s, ParamSymbol)]
-            diagnostics.append(unknown_parameter("--set", name, params, scope.file))
+            diagnostics.append(unknown_parameter(option, name, params, scope.file))
             continue
         try:
             out[name] = _value(text, symbol, where)
@@ -78,12 +105,13 @@ def quote_hint(name: str, value: str) -> str:
             f"given{shown}")
 
 
-def unknown_parameter(option: str, name: str, params, file=None) -> Diagnostic:
-    """E213: `option name` (`--set`, `--grid`) names no top-level `param` of the entry file;
-    the hint is a did-you-mean, else the parameters there are."""
+def unknown_parameter(option: Option, name: str, params, file=None) -> Diagnostic:
+    """E213: the parameter `name` that `option` names (`--set NAME`, `--grid NAME`,
+    `overrides['NAME']`) is no top-level `param` of the entry file; the hint is a
+    did-you-mean, else the parameters there are."""
     params, said = list(params), excerpt(name, 60)       # a 100 KB name is not echoed whole
     return Diagnostic("E213", Severity.ERROR,
-                      f"{option} {said}: the design has no parameter `{said}`", None,
+                      f"{option(said)}: the design has no parameter `{said}`", None,
                       did_you_mean(name, params) or (
                           "parameters: " + ", ".join(params) if params
                           else "it declares no `param`"), file=file)

@@ -22,6 +22,7 @@ from astral_dsl.explore.margins.shadow import OPAQUE, NumericRecorder, Shadows, 
 from astral_dsl.explore.margins.solve import (Probed, Shown, Uncompiled, candidates, reasons,
                                               numeric_range)
 from astral_dsl.explore.margins.symbolic import Range, depends, shadow_at, symbolic_range
+from astral_dsl.semantics.overrides import Option, command_line
 from astral_dsl.units import Quantity
 
 
@@ -52,17 +53,19 @@ def literal(q: Quantity, si: float) -> str:
 
 
 def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
-            numeric: bool = True, read=None, step=None) -> Report:
+            numeric: bool = True, read=None, step=None,
+            set_option: Option = command_line) -> Report:
     """`params`: only these parameters (default: every numeric top-level param); `numeric`:
     bracket the non-algebraic limits by evaluating the design again (False: symbolic only);
-    `step(what)`: told what is being done (a progress line)."""
+    `step(what)`: told what is being done (a progress line); `set_option`: how an override
+    is named (semantics/overrides.py: the command's `--set NAME`, the API's from_python)."""
     step = step or (lambda what: None)
     from astral_dsl.pipeline import check, front_end_errors
     from astral_dsl.workspace import Workspace
 
     overrides = dict(overrides or {})
-    ws = Workspace.open(path, overrides) if read is None else \
-        Workspace.open(path, overrides, read)
+    ws = Workspace.open(path, overrides, option=set_option) if read is None else \
+        Workspace.open(path, overrides, read, set_option)
     # a design with `?`: around the values sizing chose, held while each parameter moves
     chosen, sized_notes = _chosen(ws)
     if chosen is None:

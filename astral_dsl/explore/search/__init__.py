@@ -31,6 +31,7 @@ from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.search import space as _space
 from astral_dsl.explore.search.space import Config, Counts, Space, TooLarge, enumerate_space
 from astral_dsl.pools import local_workers
+from astral_dsl.semantics.overrides import Option, command_line
 from astral_dsl.explore.search.work import (Setup, SetupError, State, are_bounds, are_forecasts,
                                            forecast, screen)
 
@@ -119,9 +120,12 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         cluster=None, workers: Optional[int] = None,
         progress: Optional[Callable[[str, int, Optional[int]], None]] = None, engine=None,
         life_s: float = LIFE_S, calibration=None, sure_fit: bool = False,
-        option: Callable[[str], str] = "--{}".format) -> SearchResult:
+        option: Callable[[str], str] = "--{}".format,
+        set_option: Option = command_line) -> SearchResult:
     """The top `top` configurations (module docstring). `option` names an argument in the
-    caller's words, as for `refused` (the command's `--gpus`; the API's `gpus`).
+    caller's words, as for `refused` (the command's `--gpus`; the API's `gpus`), and
+    `set_option` an override of `sets` (semantics/overrides.py: `--set NAME`; from_python's
+    `overrides['NAME']`).
     `calibration`: Seer's constants (a seer.calibration.Calibration; default: the shipped
     fit), for the bounds and the forecasts alike. `workers`: None or 1 to 1,024 (pools.local_workers: ValueError past it,
     before any work). `sure_fit`: rank only the configurations whose memory estimate plus its
@@ -131,7 +135,7 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     if why is not None:
         raise SearchError(why)
     sets = dict(sets or {})
-    ws, bundle = load_with_bundle(path, sets)
+    ws, bundle = load_with_bundle(path, sets, set_option=set_option)
     base = ws.sized
     # the design's diagnostics, warnings too (W100 of an empty file), before the job's: what
     # `astral forecast` says of the same design
