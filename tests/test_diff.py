@@ -113,6 +113,28 @@ def test_fifth_host_per_rack_is_one_command():
     assert doc["b"]["label"] == "examples/astral.astral --set hosts_per_rack=5"
 
 
+def test_an_override_of_one_side_is_named_by_its_own_flag(tmp_path):
+    """A value given by --set-a (--set-b) is named `--set-a NAME` in its side's diagnostics:
+    they were merged with --set's before compiling, and said `--set NAME`, an option the
+    command was not given for it."""
+    design = tmp_path / "d.astral"
+    design.write_text('param servers = 4\nparam label = "x"\nhost H { power = 10 kW }\n'
+                      'rack R { hosts = servers x H }\nsite S { racks = 2 x R }\n')
+    for extra in ((), ("--set-b", "label=\"y\"")):     # B has its own `label`: A has --set's
+        proc = astral("diff", design, design, "--set", "label=North", "--set-a", "servers=zz",
+                      "--set-b", "nope=3", *extra, "--format", "json")
+        assert proc.returncode == 1, proc.stderr
+        said = {(d["code"], d["message"].split(":")[0])
+                for d in json.loads(proc.stdout)["diagnostics"]}
+        assert said == {("E310", "--set-a servers"), ("E213", "--set-b nope"),
+                        ("E310", "--set label")}, said     # --set: both sides', as before
+    # a hint's example too, and for the shell as --set's
+    proc = astral("diff", design, design, "--set-a", "label=4", "--format", "json")
+    (d,) = json.loads(proc.stdout)["diagnostics"]
+    assert d["hint"] == 'give a string in double quotes (quoted for the shell), e.g. ' \
+                        '`--set-a label="x"`'
+
+
 def test_json_diagnostics_name_the_file_of_their_side():
     # the facts name a side's entry file "" (so that a problem on both sides compares equal):
     # the JSON said `"file": ""`; a diagnostic that appears is B's, one that goes away is A's

@@ -207,13 +207,16 @@ def colour(args, stream=None) -> bool:
     return (stream or sys.stdout).isatty()
 
 
-def open_path(path: str, overrides, read=None):
+def open_path(path: str, overrides, read=None, option=None):
     """The workspace of a file (api.compile, but for the overrides' messages: `--set NAME`,
-    not the API's `overrides['NAME']`): its design is `.design`."""
+    not the API's `overrides['NAME']`; `option`: another of the command's, diff's `--set-a
+    NAME`): its design is `.design`."""
+    from astral_dsl.semantics.overrides import command_line
     from astral_dsl.workspace import Workspace
 
-    return Workspace.open(path, overrides) if read is None else \
-        Workspace.open(path, overrides, read)
+    option = option or command_line
+    return Workspace.open(path, overrides, option=option) if read is None else \
+        Workspace.open(path, overrides, read, option)
 
 
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, baseline=None,

@@ -41,20 +41,21 @@ def register(sub) -> None:
     add_color(d)
 
 
-def _load(arg: str, overrides, folders: List[Path]):
-    """(label, checked design, relative-path function) of one side."""
+def _load(arg: str, overrides, folders: List[Path], option):
+    """(label, checked design, relative-path function) of one side, its overrides named by
+    `option` (semantics/overrides.py sided: `--set-a NAME` for A's own)."""
     from astral_dsl import api
 
     from astral_dsl.cli.revision import materialise, split_revision
 
     rev = split_revision(arg)
     if rev is None:
-        ws = open_path(arg, overrides)          # `--set NAME` in its messages, not the API's
+        ws = open_path(arg, overrides, option=option)   # `--set NAME`, not the API's
         result = api.check(ws)
         return arg, result, lambda f: _relative(f, ws.root)
     folder, entry, read = materialise(*rev)
     folders.append(folder)
-    ws = open_path(str(entry), overrides, read)
+    ws = open_path(str(entry), overrides, read, option)
     result = _renamed(api.check(ws), folder, rev[0])
     return arg, result, lambda f: _relative(f, ws.root, f"{rev[0]}:", folder)
 
@@ -113,6 +114,7 @@ def run(args, overrides) -> int:
     from astral_dsl.api.sides import side
     from astral_dsl.outputs.diff import compare, render, to_json
     from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.semantics.overrides import sided
 
     from astral_dsl.cli.revision import GitError, RevisionRefused
     from astral_dsl.cli.runs import read_calibration
@@ -121,10 +123,11 @@ def run(args, overrides) -> int:
     if done is not None:
         return done
     try:
-        over_a = {**overrides, **parse_sets(args.set_a, "--set-a")}
-        over_b = {**overrides, **parse_sets(args.set_b, "--set-b")}
+        own_a, own_b = parse_sets(args.set_a, "--set-a"), parse_sets(args.set_b, "--set-b")
     except UsageError as exc:
         return usage(str(exc))
+    # a side's own value replaces --set's, and its diagnostics name it by its own flag
+    over_a, over_b = {**overrides, **own_a}, {**overrides, **own_b}
     calibration, failed = read_calibration(args)
     if failed is not None:
         return failed
@@ -132,9 +135,10 @@ def run(args, overrides) -> int:
     errors = []                 # both sides' errors, for the JSON envelope
     try:
         sides = []
-        for arg, over in ((args.a, over_a), (args.b, over_b)):
+        for arg, over, option in ((args.a, over_a, sided(own_a, "--set-a")),
+                                  (args.b, over_b, sided(own_b, "--set-b"))):
             try:
-                label, result, relative = _load(arg, over, folders)
+                label, result, relative = _load(arg, over, folders, option)
             except GitError as exc:
                 return usage(f"cannot read `{arg}` from git: {exc}")
             except RevisionRefused as exc:

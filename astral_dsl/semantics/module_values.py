@@ -52,9 +52,9 @@ def _module_value(inst, symbol):
                      _set_hint(name, value, default, option))
             if isinstance(default, (bool, str)) and type(value) is not type(default):
                 from astral_dsl.model.values import show, type_name
-                from astral_dsl.semantics.overrides import command_line
+                from astral_dsl.semantics.overrides import from_python
 
-                shell = " (quoted for the shell)" if option is command_line else ""
+                shell = "" if option is from_python else " (quoted for the shell)"
                 fail("E310", f"{option(name)}: expected a {type_name(default)} like "
                              f"the default {show(default)}, got {excerpt(show(value), 60)}", span,
                      ("give `true` or `false`" if isinstance(default, bool) else

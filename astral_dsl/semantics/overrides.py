@@ -24,11 +24,22 @@ from astral_dsl.units.table import UnitSpecError
 _LITERALS = (ast.Number, ast.QuantityLit, ast.String, ast.Bool)
 
 
-def command_line(name: str, value: Optional[str] = None) -> str:
+def command_line(name: str, value: Optional[str] = None, flag: str = "--set") -> str:
     """The override of the parameter `name` in the command's words, `--set NAME`, or given
     with `value`, `--set NAME=VALUE`: how the messages and hints of an override name it (each
-    `option` below; the API passes `from_python`, as explore.search.run's `option`)."""
-    return f"--set {name}" if value is None else f"--set {name}={value}"
+    `option` below; the API passes `from_python`, as explore.search.run's `option`; `astral
+    diff` one of `sided`)."""
+    return f"{flag} {name}" if value is None else f"{flag} {name}={value}"
+
+
+def sided(names, flag: str) -> "Option":
+    """`command_line`, but an override among `names` is named by `flag`: `astral diff`'s
+    `--set-a NAME` for a value given to A only (`--set` gives one to both sides)."""
+    own = set(names) | {excerpt(n, NAME_WIDTH) for n in names}      # E213 names a long one cut
+
+    def option(name: str, value: Optional[str] = None) -> str:
+        return command_line(name, value, flag if name in own else "--set")
+    return option
 
 
 def from_python(name: str, value: Optional[str] = None) -> str:
@@ -44,7 +55,10 @@ def from_python(name: str, value: Optional[str] = None) -> str:
 _PLAIN = re.compile(r"-?[0-9]+(\.[0-9]+)?")       # a number as Python writes it too
 
 
-Option = Callable[..., str]         # command_line or from_python
+Option = Callable[..., str]         # command_line, from_python or one of sided
+
+# the longest parameter name a message repeats (a longer one is cut to its start and end)
+NAME_WIDTH = 60
 
 
 def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
@@ -109,7 +123,7 @@ def unknown_parameter(option: Option, name: str, params, file=None) -> Diagnosti
     """E213: the parameter `name` that `option` names (`--set NAME`, `--grid NAME`,
     `overrides['NAME']`) is no top-level `param` of the entry file; the hint is a
     did-you-mean, else the parameters there are."""
-    params, said = list(params), excerpt(name, 60)       # a 100 KB name is not echoed whole
+    params, said = list(params), excerpt(name, NAME_WIDTH)  # a 100 KB name is not echoed whole
     return Diagnostic("E213", Severity.ERROR,
                       f"{option(said)}: the design has no parameter `{said}`", None,
                       did_you_mean(name, params) or (
