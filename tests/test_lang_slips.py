@@ -146,31 +146,40 @@ def test_a_huge_value_given_to_set_is_not_echoed_back_whole(tmp_path):
 @pytest.mark.parametrize("value", ["North Hall", "it's", 'say "hi"', "back\\slash", "two\nlines",
                                    "tab\there"])
 def test_the_quoting_a_text_value_is_given_is_pasteable(value, tmp_path):
-    """E310's hint for a text given unquoted gives the option and the call that give it: with
-    a quote, a backslash or a line end in it they did not read back as the value (`--set
-    'label="it's"'` closes the shell's quote)."""
+    """E310's hint for a text given unquoted gives the override that gives it, in the caller's
+    words: with a quote, a backslash or a line end in it they did not read back as the value
+    (`--set 'label="it's"'` closes the shell's quote). The command's is the option alone, the
+    API's the call alone (each was given both, `--set ... (from Python, with_params(...))`)."""
     source = "param label = \"x\"\nsite S {}\n"
     hint = only(build(source, tmp_path, overrides={"label": value}), "E310").hint
-    option = re.search(r"--set (.*) \(from Python, with_params\(label=(.*)\)\)$", hint)
-    assert option, hint
+    python = re.fullmatch(r"`label` is text: quote its value, with_params\(label=(.*)\)", hint)
+    assert python, hint
+    cli = json.loads(check_json(source, tmp_path, "--set", f"label={value}"))
+    (e310,) = [d for d in cli["diagnostics"] if d["severity"] == "error"]
+    option = re.fullmatch(r"`label` is text: quote its value, --set (.*)", e310["hint"], re.S)
+    assert option, e310["hint"]
     (word,) = shlex.split(option.group(1))       # one word for the shell, `label=...`
     name, given = word.split("=", 1)
     assert name == "label"
-    for override in (given, ast.literal_eval(option.group(2))):
+    for override in (given, ast.literal_eval(python.group(1))):
         assert dict(build(source, tmp_path, overrides={"label": override}).params)["label"] \
             == value
 
 
 def test_a_long_text_value_is_not_quoted_cut(tmp_path):
     """The hint quoted the value cut to its start and end (`--set 'label="aaa...aaa"'`), which
-    read as the value to give; it gives the forms with VALUE in its place and the length."""
+    read as the value to give; it gives the form with VALUE in its place and the length, in
+    the caller's words."""
     value = "a" * 100 + "z"
-    d = only(build("param label = \"x\"\nsite S {}\n", tmp_path, overrides={"label": value}),
-             "E310")
+    source = "param label = \"x\"\nsite S {}\n"
+    d = only(build(source, tmp_path, overrides={"label": value}), "E310")
     assert "..." in d.message                     # the message shows the value cut
-    assert d.hint == ("`label` is text: quote its value, --set 'label=\"VALUE\"' (from Python, "
-                      "with_params(label='\"VALUE\"')) with VALUE the 101 characters given (the "
-                      "message shows them cut to their start and end)")
+    said = " with VALUE the 101 characters given (the message shows them cut to their start " \
+           "and end)"
+    assert d.hint == "`label` is text: quote its value, with_params(label='\"VALUE\"')" + said
+    cli = json.loads(check_json(source, tmp_path, "--set", f"label={value}"))
+    (e310,) = [d for d in cli["diagnostics"] if d["severity"] == "error"]
+    assert e310["hint"] == "`label` is text: quote its value, --set 'label=\"VALUE\"'" + said
 
 # ---- numbers ----------------------------------------------------------------------------------------
 def test_a_separator_in_a_fraction_is_e106_at_the_number(tmp_path):

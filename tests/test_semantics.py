@@ -980,6 +980,8 @@ site S {
 def test_set_a_bare_fraction_on_a_percent_param_is_e310(tmp_path):
     """`--set ups_eff=1` was 1 %: within E316's range (from 1 %), it gave E620 (the feeder
     carrying 100 times its load) with nothing pointing at the --set; 0.97 was 0.97 %."""
+    from astral_dsl.workspace import Workspace
+
     for given, fraction in (("1", "100"), ("0.97", "97"), ("-0.5", "-50")):
         d = build(RATIO, tmp_path, overrides={"ups_eff": given})
         assert [x.code for x in d.diagnostics if x.is_error] == ["E310"], d.diagnostics
@@ -987,13 +989,20 @@ def test_set_a_bare_fraction_on_a_percent_param_is_e310(tmp_path):
         assert e.message == (f"overrides['ups_eff']: the bare number {given} is ambiguous: in "
                              f"the unit of the default (97 %) it is {given} %, as a fraction "
                              f"{fraction} %")
-        assert e.hint == (f"write the unit: --set 'ups_eff={fraction} %' (or --set "
-                          f"ups_eff={fraction}) for the fraction {given}, --set "
-                          f"'ups_eff={given} %' for {given} % (from Python, "
-                          f"with_params(ups_eff=\"{fraction} %\"))")
+        # in the caller's words: the API's calls (it was given the command's options too)
+        assert e.hint == (f"write the unit: with_params(ups_eff='{fraction} %') (or "
+                          f"with_params(ups_eff={fraction})) for the fraction {given}, "
+                          f"with_params(ups_eff='{given} %') for {given} %")
+        # the command's options, quoted for the shell (without the API's call)
+        ws = Workspace.of_text(RATIO, root=tmp_path, overrides={"ups_eff": given})
+        assert one(ws.design, "E310").hint == (
+            f"write the unit: --set 'ups_eff={fraction} %' (or --set ups_eff={fraction}) for "
+            f"the fraction {given}, --set 'ups_eff={given} %' for {given} %")
     # from Python, a number is as bare
     ws = astral_dsl.compiles(RATIO, name="r.astral").with_params(ups_eff=0.97)
     assert [x.code for x in ws.design.diagnostics if x.is_error] == ["E310"]
+    assert one(ws.design, "E310").hint.startswith(
+        "write the unit: with_params(ups_eff='97 %') (or with_params(ups_eff=97))")
     # another ratio unit: 0.5 might be 0.5 ppm or the fraction 500,000 ppm
     d = build(RATIO, tmp_path, overrides={"drift": "0.5"})
     assert "as a fraction 500000 ppm" in one(d, "E310").message

@@ -24,12 +24,15 @@ from astral_dsl.units.table import UnitSpecError
 _LITERALS = (ast.Number, ast.QuantityLit, ast.String, ast.Bool)
 
 
-def command_line(name: str, value: Optional[str] = None, flag: str = "--set") -> str:
+def command_line(name: str, value: Optional[str] = None, flag: str = "--set",
+                 shell: bool = False) -> str:
     """The override of the parameter `name` in the command's words, `--set NAME`, or given
-    with `value`, `--set NAME=VALUE`: how the messages and hints of an override name it (each
-    `option` below; the API passes `from_python`, as explore.search.run's `option`; `astral
-    diff` one of `sided`)."""
-    return f"{flag} {name}" if value is None else f"{flag} {name}={value}"
+    with `value`, `--set NAME=VALUE` (with `shell`, `NAME=VALUE` quoted for a POSIX shell, to
+    paste): how the messages and hints of an override name it (each `option` below; the API
+    passes `from_python`, as explore.search.run's `option`; `astral diff` one of `sided`)."""
+    if value is None:
+        return f"{flag} {name}"
+    return f"{flag} {shlex.quote(f'{name}={value}') if shell else f'{name}={value}'}"
 
 
 def sided(names, flag: str) -> "Option":
@@ -37,16 +40,17 @@ def sided(names, flag: str) -> "Option":
     `--set-a NAME` for a value given to A only (`--set` gives one to both sides)."""
     own = set(names) | {excerpt(n, NAME_WIDTH) for n in names}      # E213 names a long one cut
 
-    def option(name: str, value: Optional[str] = None) -> str:
-        return command_line(name, value, flag if name in own else "--set")
+    def option(name: str, value: Optional[str] = None, shell: bool = False) -> str:
+        return command_line(name, value, flag if name in own else "--set", shell)
     return option
 
 
-def from_python(name: str, value: Optional[str] = None) -> str:
+def from_python(name: str, value: Optional[str] = None, shell: bool = False) -> str:
     """`command_line` in the API's words: `overrides['NAME']` (the mapping that `load`,
     `compile` and the commands' functions take, which `Workspace.with_params` adds to), or
     given with `value`, `with_params(NAME='VALUE')` (a str is read as `--set` reads its text;
-    a plain number is given as one, `with_params(NAME=4)`)."""
+    a plain number is given as one, `with_params(NAME=4)`; quoted as Python's, whatever
+    `shell`)."""
     if value is None:
         return f"overrides[{name!r}]"
     return f"with_params({name}={value if _PLAIN.fullmatch(value) else repr(value)})"
@@ -81,13 +85,13 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
             diagnostics.append(unknown_parameter(option, name, params, scope.file))
             continue
         try:
-            out[name] = _value(text, symbol, where)
+            out[name] = _value(text, symbol, option)
         except DiagnosticError as exc:
             d = exc.diagnostic
             hint = d.hint
             if isinstance(symbol.node.default, ast.String) and isinstance(text, str) and \
                     not text.strip().startswith('"'):
-                hint = quote_hint(name, text.strip())
+                hint = quote_hint(option, name, text.strip())
             # the parameter's declaration: the value given replaces its default
             # the message as the reason gave it, bounded: a reason that echoes a part of the
             # value (`unknown unit `kkk...``) is not repeated whole for a 100 KB value
@@ -102,21 +106,21 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
 QUOTED_WIDTH = 60
 
 
-def quote_hint(name: str, value: str) -> str:
+def quote_hint(option: Option, name: str, value: str) -> str:
     """E310's hint for the text `value` given to the text parameter `name` unquoted: the
-    `--set` option (quoted for a POSIX shell) and the `with_params` call that give it, to
-    paste. A value too long to repeat (the message shows it cut to its start and end) or one
-    with a control character a string literal does not escape gets the forms with VALUE in its
-    place, and its length: a cut value quoted read as the whole value to give."""
+    override that gives it, to paste, in the caller's words (`option`: the `--set` option
+    quoted for a POSIX shell, or the `with_params` call). A value too long to repeat (the
+    message shows it cut to its start and end) or one with a control character a string
+    literal does not escape gets the form with VALUE in its place, and its length: a cut value
+    quoted read as the whole value to give."""
     literal = show(value).replace("\n", "\\n").replace("\t", "\\t")    # `"` and `\\` by show
     if len(value) <= QUOTED_WIDTH and literal.isprintable():
-        return (f"`{name}` is text: quote its value, --set {shlex.quote(f'{name}={literal}')} "
-                f"(from Python, with_params({name}={literal!r}))")
+        return f"`{name}` is text: quote its value, {option(name, literal, shell=True)}"
     shown = " (the message shows them cut to their start and end)" \
         if len(value) > QUOTED_WIDTH else ""
-    return (f"`{name}` is text: quote its value, --set '{name}=\"VALUE\"' (from Python, "
-            f"with_params({name}='\"VALUE\"')) with VALUE the {len(value):,} characters "
-            f"given{shown}")
+    placeholder = option(name, '"VALUE"', shell=True)
+    return (f"`{name}` is text: quote its value, {placeholder} with VALUE the {len(value):,} "
+            f"characters given{shown}")
 
 
 def unknown_parameter(option: Option, name: str, params, file=None) -> Diagnostic:
@@ -131,11 +135,11 @@ def unknown_parameter(option: Option, name: str, params, file=None) -> Diagnosti
                           else "it declares no `param`"), file=file)
 
 
-def _value(given: Any, symbol: ParamSymbol, where: str):
+def _value(given: Any, symbol: ParamSymbol, option: Option):
     """A value given from outside: the text of a literal (`--set`, or a string from Python), or
-    from Python a number, a bool or a Quantity."""
+    from Python a number, a bool or a Quantity (named by `option`)."""
     if isinstance(given, str):
-        return _literal(given, symbol, where)
+        return _literal(given, symbol, option)
     if isinstance(given, bool):
         return given
     if isinstance(given, int) and abs(given) >= 2 ** 1024 - 2 ** 970:   # past the largest float
@@ -149,7 +153,7 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
             raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
                                              f"{excerpt(repr(given))} is not a finite number",
                                              None))
-        return _bare(number, symbol, where)
+        return _bare(number, symbol, option)
     if isinstance(given, Quantity):
         if not math.isfinite(given.si):
             raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
@@ -161,9 +165,9 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
         "give a number, a Quantity, a bool or the text of a literal such as \"50 kW\""))
 
 
-def _literal(text: str, symbol: ParamSymbol, where: str):
+def _literal(text: str, symbol: ParamSymbol, option: Option):
     try:
-        expr = parse_expression(Source(where, text))
+        expr = parse_expression(Source(option(symbol.node.name.name), text))
     except DiagnosticError as exc:
         if exc.diagnostic.code == "E106":       # a number out of range, a `_` out of place:
             raise                               # the reason a file's literal gets (E310)
@@ -185,14 +189,14 @@ def _literal(text: str, symbol: ParamSymbol, where: str):
         return expr.value
     sign = -1.0 if negative else 1.0
     if isinstance(expr, ast.Number):
-        return _bare(sign * expr.value, symbol, where)
+        return _bare(sign * expr.value, symbol, option)
     return _quantity(sign * expr.value, expr.unit)
 
 
-def _bare(number: float, symbol: ParamSymbol, where: str) -> Quantity:
+def _bare(number: float, symbol: ParamSymbol, option: Option) -> Quantity:
     """A number given without a unit: in the unit of the parameter's default. In a ratio's unit
     (`%`, `ppm`), one of at most 1 (but 0) is a fraction as often as a percent: refused, with
-    the forms that say which."""
+    the overrides that say which, in the caller's words (`option`)."""
     default = symbol.node.default
     if not isinstance(default, ast.QuantityLit):
         return Quantity(number)
@@ -206,9 +210,9 @@ def _bare(number: float, symbol: ParamSymbol, where: str) -> Quantity:
             f"the bare number {said} is ambiguous: in the unit of the default "
             f"({show(_quantity(default.value, u))}) it is {said} {u}, as a fraction {whole} {u}",
             None,
-            f"write the unit: --set '{name}={whole} {u}' (or --set {name}={whole}) for the "
-            f"fraction {said}, --set '{name}={said} {u}' for {said} {u} (from Python, "
-            f"with_params({name}=\"{whole} {u}\"))"))
+            f"write the unit: {option(name, f'{whole} {u}', shell=True)} (or "
+            f"{option(name, whole, shell=True)}) for the fraction {said}, "
+            f"{option(name, f'{said} {u}', shell=True)} for {said} {u}"))
     return value
 
 
