@@ -200,6 +200,21 @@ def test_a_param_left_to_its_assumed_default_warns_and_set_silences_it():
     assert _w216(text, overrides={"racks": 4}) == []
 
 
+def test_the_hint_of_an_assumed_param_sets_it_in_the_callers_words(tmp_path, capsys):
+    """W216's hint said `--set racks=...` to a Python caller too, who sets it by with_params
+    (or `overrides`)."""
+    text = 'param racks = 8 assumed "until the floor plan"\n' + \
+        PARTS + "rack R { hosts = 4 x H }\nsite S { r = racks x R }\n"
+    said = 'state it from a source (or set it: `{}`), or accept it: `allow W216 "why"`'
+    (d,) = _w216(text)
+    assert d.hint == said.format("with_params(racks=...)")
+    path = tmp_path / "d.astral"
+    path.write_text(text, encoding="utf-8")
+    cli_main(["check", "--format", "json", str(path)])
+    (d,) = [d for d in json.loads(capsys.readouterr().out)["diagnostics"] if d["code"] == "W216"]
+    assert d["hint"] == said.format("--set racks=...")
+
+
 def test_assumed_without_a_reason_is_an_error_used_or_not():
     text = "gpu G { power = 700 W assumed, memory = 80 GB }\ngpu Unused { power = 1 kW assumed "\
            '"" }\n'

@@ -114,13 +114,15 @@ def _default_sites(it, template, p: ast.ParamDef, caller: Env, span: Span) -> Li
 
 
 def param_assumed(it, node: ast.Param, value) -> None:
-    """W216 for a module's `param` left to its default, when that is an assumption."""
+    """W216 for a module's `param` left to its default, when that is an assumption; its hint
+    sets it as the caller would (the instantiator's `option`: `--set NAME=...`, from the API
+    `with_params(NAME=...)`)."""
     if node.assumed is None:
         return
     name = node.name.name
     _warn(it, node.assumed, node.default.span, node.default.span,
           f"parameter `{name}` is assumed: {_shown(value)}",
-          f"state it from a source (or set it: `--set {name}=...`)", it.diagnostics)
+          f"state it from a source (or set it: `{it.option(name, '...')}`)", it.diagnostics)
 
 
 def unsaid(nodes: Iterable[ast.Node], diagnostics: List[Diagnostic]) -> None:

@@ -49,14 +49,15 @@ def from_python(name: str, value: Optional[str] = None, shell: bool = False) -> 
     """`command_line` in the API's words: `overrides['NAME']` (the mapping that `load`,
     `compile` and the commands' functions take, which `Workspace.with_params` adds to), or
     given with `value`, `with_params(NAME='VALUE')` (a str is read as `--set` reads its text;
-    a plain number is given as one, `with_params(NAME=4)`; quoted as Python's, whatever
-    `shell`)."""
+    a plain number is given as one, `with_params(NAME=4)`, and the placeholder `...` as
+    itself; quoted as Python's, whatever `shell`)."""
     if value is None:
         return f"overrides[{name!r}]"
     return f"with_params({name}={value if _PLAIN.fullmatch(value) else repr(value)})"
 
 
-_PLAIN = re.compile(r"-?[0-9]+(\.[0-9]+)?")       # a number as Python writes it too
+# a number as Python writes it too, or `...`, a hint's placeholder (`with_params(NAME=...)`)
+_PLAIN = re.compile(r"-?[0-9]+(\.[0-9]+)?|\.\.\.")
 
 
 Option = Callable[..., str]         # command_line, from_python or one of sided
