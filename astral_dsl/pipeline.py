@@ -7,7 +7,7 @@ Every pass is a plain function of its own module; this one only calls them in or
 
 Read and parse (once per workspace, `workspace.Workspace.open`):
 
- 1. read        semantics/modules.py `read_file`: a regular file of at most 8 MiB (E100, E108)
+ 1. read        semantics/source_files.py `read_file`: a regular file of at most 8 MiB (E100, E108)
  2. decode      syntax/source.py: UTF-8 (a BOM allowed), lines and columns for spans (E101)
  3. parse       syntax/parser.py: Lark's LALR parser over grammar/astral.lark, then
                 syntax/build.py: the AST with a span on every node (E1xx)

@@ -22,8 +22,9 @@ from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import front_end, front_end_errors, size, unsized
-from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root
 from astral_dsl.semantics.overrides import Option, command_line, from_python
+from astral_dsl.semantics.source_files import read_file
 from astral_dsl.syntax.source import encode
 
 if TYPE_CHECKING:
@@ -61,7 +62,8 @@ class Workspace:
             raise TypeError(f"the path of a design must be a str or a path, not "
                             f"{type(path).__name__}")
         _check_overrides(overrides, values=True)
-        from astral_dsl.semantics.modules import display_name, unreadable
+        from astral_dsl.semantics.modules import display_name
+        from astral_dsl.semantics.source_files import unreadable
 
         given, path = os.fspath(path), Path(path)
         diagnostics: List[Diagnostic] = []

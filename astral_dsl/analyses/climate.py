@@ -22,7 +22,8 @@ import attrs
 
 from astral_dsl import filedigest, resources, usercache
 from astral_dsl.analyses.climate_formats import MAX_HOURS, Climate, ClimateError, parse
-from astral_dsl.semantics.modules import file_sha256, inside, read_file
+from astral_dsl.semantics.modules import inside
+from astral_dsl.semantics.source_files import file_sha256, read_file
 
 _parsed: Dict[Tuple[str, int, int, str], Climate] = {}
 
@@ -81,7 +82,7 @@ def load(name: str, root: Path, read: Optional[Callable[[Path], bytes]] = None) 
         climate = data = None
         if Path(name).parts[:1] == ("stdlib",):
             # whose hours may ship (analyses/climate_table.py): hashed without being held
-            # (for start-up: semantics.modules.file_sha256), and not again while the file is
+            # (for start-up: semantics.source_files.file_sha256), and not again while the file is
             # unchanged (filedigest.py, for start-up), read only when they do not ship
             from astral_dsl.analyses import climate_table
 

@@ -16,8 +16,9 @@ import attrs
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
-from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, read_file
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
 from astral_dsl.semantics.scope import ModuleScope
+from astral_dsl.semantics.source_files import read_file
 from astral_dsl.syntax import ast
 from astral_dsl.semantics.trace import Trace
 from astral_dsl.syntax.source import Source, encode
@@ -168,7 +169,8 @@ def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Pa
     import os
     import stat
 
-    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES, inside
+    from astral_dsl.semantics.modules import inside
+    from astral_dsl.semantics.source_files import MAX_SOURCE_BYTES
 
     root = root.resolve()
     out: List[Path] = []
