@@ -21,7 +21,8 @@ import attrs
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.pipeline import front_end, front_end_errors, size, unsized
+from astral_dsl.pipeline import front_end, front_end_errors, unsized
+from astral_dsl.pipeline_sizing import size
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root
 from astral_dsl.semantics.overrides import Option, command_line, from_python
 from astral_dsl.semantics.source_files import read_file
@@ -173,8 +174,9 @@ class Workspace:
         return self._design
 
     def sizing(self, design: Optional[Design] = None):
-        """`design` (default: the workspace's own) sized (pipeline.size: every `?` chosen), the
-        workspace's own design once per workspace (and once per user: sizing_cache.py)."""
+        """`design` (default: the workspace's own) sized (pipeline_sizing.size: every `?`
+        chosen), the workspace's own design once per workspace (and once per user:
+        sizing_cache.py)."""
         if design is not None and design is not self.design:
             return size(self, design)
         if self._sizing is None:

@@ -104,7 +104,7 @@ def load(name: str, root: Path, read: Optional[Callable[[Path], bytes]] = None) 
 def digests(design) -> Tuple[str, ...]:
     """What decides the climates of `design`'s sites: each `climate` name with the SHA-256 of
     the bytes `load` would read for it (the design's reader for a project's file, the disk's
-    otherwise), or why it cannot be read. Sizing's cache keys on it (pipeline.size): the same
+    otherwise), or why it cannot be read. Sizing's cache keys on it (pipeline_sizing.size): the same
     text with a climate file edited in place sizes afresh."""
     root = Path(design.root) if design.root else Path.cwd()
     out = []
