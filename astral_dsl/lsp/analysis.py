@@ -52,7 +52,7 @@ class Analysis:
     trace: Optional[Trace]
     frames: List[Any] = attrs.field(factory=list)
     # the text of each imported file it read (by real path) and whether it was the editor's
-    # (else the disk's), and the server's count of file events when it ran (documents.py `stale`)
+    # (else the disk's), and the server's count of file events when it ran (file_events.py `stale`)
     inputs: Dict[str, Tuple[Optional[str], bool]] = attrs.field(factory=dict)
     files: int = 0
 
