@@ -7,7 +7,7 @@ Every pass is a plain function of its own module; this one only calls them in or
 
 Read and parse (once per workspace, `workspace.Workspace.open`):
 
- 1. read        semantics/modules.py `read_file`: a regular file of at most 8 MiB (E100, E108)
+ 1. read        semantics/source_files.py `read_file`: a regular file of at most 8 MiB (E100, E108)
  2. decode      syntax/source.py: UTF-8 (a BOM allowed), lines and columns for spans (E101)
  3. parse       syntax/parser.py: Lark's LALR parser over grammar/astral.lark, then
                 syntax/build.py: the AST with a span on every node (E1xx)
@@ -35,8 +35,8 @@ Evaluate (every compile, `front_end`):
 
 Check (`check`, what `astral check` runs on a Design):
 
-16. size        analyses/sizing.py: the `?`s' `combinations`, each compiled again by the
-                workspace and checked, then `choose` solves one MILP (E66x)
+16. size        pipeline_sizing.py `size`: analyses/sizing.py's `combinations` of the `?`s, each
+                compiled again by the workspace and checked, then `choose` solves one MILP (E66x)
 17. jobs        seer/validate.py `validate_job` per job: parallel degrees, batch, placement, memory
 18. engineering analyses/engineering.py `analyse`: network, power, cooling (E6xx)
 19. scenarios   pipeline_scenarios.py: each scenario's twin compiled by the workspace (its
@@ -328,62 +328,6 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
                    jobs=jobs)
 
 
-def size(workspace: "Workspace", design: Design):
-    """Step 16: each combination of the structural `?`s compiled and checked (with the twins of
-    its required scenarios), then the choice and its counts compiled once more. What it
-    decides is kept per user (analyses/sizing_cache.py): the same text with the same overrides
-    (and the same climate files, by their contents) is then compiled once, with the values chosen, instead of sized again."""
-    from astral_dsl.analyses import climate, sizing_cache
-
-    digest = sizing_cache.key(workspace.sources(), design.overrides, climate.digests(design))
-    kept = _kept(workspace, design, digest)
-    if kept is not None:
-        return kept
-    result = _size(workspace, design)
-    sizing_cache.write(digest, result)
-    return result
-
-
-def _kept(workspace: "Workspace", design: Design, digest: str):
-    """The sizing the cache holds for `digest`, its chosen design compiled again; None when it
-    holds none (or a damaged one)."""
-    from astral_dsl.analyses import sizing, sizing_cache
-
-    doc = sizing_cache.read(digest)
-    if doc is None:
-        return None
-    try:
-        assigned = sizing_cache.assigned_of(doc)
-        failed = tuple(sizing_cache.diagnostic_of(d) for d in doc["diagnostics"])
-        warnings = tuple(sizing_cache.diagnostic_of(d) for d in doc["warnings"])
-        choice = sizing.rebuilt(design, assigned, doc["objective"], doc["sense"], doc["value"],
-                                int(doc["combinations"]), int(doc["feasible"]), failed,
-                                warnings)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
-        return None
-    if choice.diagnostics:
-        return choice
-    return sizing.sized(choice, workspace.recompile(design, assignments=assigned))
-
-
-def _size(workspace: "Workspace", design: Design):
-    from astral_dsl.analyses import sizing
-
-    plan = sizing.combinations(design)
-    if plan.refused is not None:
-        return plan.refused
-    candidates = []
-    for index, assign in plan.items:
-        compiled = workspace.recompile(design, assignments=assign)
-        eng, required = sizing.baseline(compiled)
-        twins = tuple(workspace.recompile(compiled, scenario=s) for s in required)
-        candidates.append(sizing.Candidate(index, assign, compiled, eng, twins))
-    choice = sizing.choose(design, candidates)
-    if choice.diagnostics:
-        return choice
-    return sizing.sized(choice, workspace.recompile(design, assignments=dict(choice.assigned)))
-
-
 def forecast(workspace: "Workspace", design: Design, job: Optional[str] = None,
              scenario: Optional[str] = None, **options):
     """Seer's forecast of `job` of `design`; under `scenario`, of the design compiled under it
@@ -400,5 +344,5 @@ def forecast(workspace: "Workspace", design: Design, job: Optional[str] = None,
     return seer.forecast(applied.design, inst.template, applied, **options)
 
 
-__all__ = ["Checked", "check", "forecast", "front_end", "front_end_errors", "size"]
+__all__ = ["Checked", "check", "forecast", "front_end", "front_end_errors"]
 

@@ -3,7 +3,7 @@
 A path checked beforehand can be swapped for a FIFO, a device or a socket before it is opened
 (a FIFO with no writer would block the open, and a read of a device may never end): the file is
 opened without blocking and its kind checked on the opened descriptor. The compiler's module
-loader (semantics/modules.py) and the trace reader (observe/load.py) open their inputs so, and
+loader (semantics/source_files.py) and the trace reader (observe/load.py) open their inputs so, and
 `read_regular` reads the files the commands are given (a JSON option, a runs or operator table):
 a FIFO there blocked the command, `/dev/zero` (or a link to it) filled the memory (E000).
 The files a command names itself inside an output folder are `created` without following a

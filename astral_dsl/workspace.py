@@ -21,9 +21,11 @@ import attrs
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.pipeline import front_end, front_end_errors, size, unsized
-from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
+from astral_dsl.pipeline import front_end, front_end_errors, unsized
+from astral_dsl.pipeline_sizing import size
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root
 from astral_dsl.semantics.overrides import Option, command_line, from_python
+from astral_dsl.semantics.source_files import read_file
 from astral_dsl.syntax.source import encode
 
 if TYPE_CHECKING:
@@ -61,7 +63,8 @@ class Workspace:
             raise TypeError(f"the path of a design must be a str or a path, not "
                             f"{type(path).__name__}")
         _check_overrides(overrides, values=True)
-        from astral_dsl.semantics.modules import display_name, unreadable
+        from astral_dsl.semantics.modules import display_name
+        from astral_dsl.semantics.source_files import unreadable
 
         given, path = os.fspath(path), Path(path)
         diagnostics: List[Diagnostic] = []
@@ -171,8 +174,9 @@ class Workspace:
         return self._design
 
     def sizing(self, design: Optional[Design] = None):
-        """`design` (default: the workspace's own) sized (pipeline.size: every `?` chosen), the
-        workspace's own design once per workspace (and once per user: sizing_cache.py)."""
+        """`design` (default: the workspace's own) sized (pipeline_sizing.size: every `?`
+        chosen), the workspace's own design once per workspace (and once per user:
+        sizing_cache.py)."""
         if design is not None and design is not self.design:
             return size(self, design)
         if self._sizing is None:

@@ -39,7 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-CAP = 8 * 1024 * 1024                 # semantics/modules.py MAX_SOURCE_BYTES
+CAP = 8 * 1024 * 1024                 # semantics/source_files.py MAX_SOURCE_BYTES
 SCENARIOS = 64
 LINES = 200                           # statements of the template instantiated distinctly
 

@@ -267,7 +267,7 @@ def test_the_designs_data_files_are_bounded_together(tmp_path, monkeypatch):
 # ---- a text past the file cap ----------------------------------------------------------------
 def test_a_text_past_the_file_cap_is_e108():
     from astral_dsl import api
-    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES
+    from astral_dsl.semantics.source_files import MAX_SOURCE_BYTES
 
     text = "site S { }\n// " + "x" * MAX_SOURCE_BYTES + "\n"          # 8 MiB + 11 + 3 + 1 bytes
     (d,) = api.loads(text).diagnostics

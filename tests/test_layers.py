@@ -17,7 +17,8 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
          "api", "lsp", "cli"]
 # the workspace is the pipeline's (the only place that compiles): `astral check` as a function
 # (pipeline.check) runs the front end, the engineering analyses and Seer's job validation, so
-# it sits above both; so are the scenarios it runs (pipeline_scenarios)
+# it sits above both; so are the scenarios it runs (pipeline_scenarios) and its sizing
+# (pipeline_sizing)
 # the collector's pause (gcpause) serves the parser and the module loader: it imports nothing;
 # the byte code of attrs' generated methods (methodcache) serves the records; a file's digest
 # remembered (filedigest) serves the analyses, through the user cache only; reading another's
@@ -33,7 +34,8 @@ LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
             "astral_dsl.cancel": "records", "astral_dsl.methodcache": "records",
             "astral_dsl.filedigest": "records", "astral_dsl.jsonin": "records",
             "astral_dsl.launch": "cli", "astral_dsl.pools": "records",
-            "astral_dsl.pipeline_scenarios": "pipeline", "astral_dsl.regularfile": "records",
+            "astral_dsl.pipeline_scenarios": "pipeline", "astral_dsl.pipeline_sizing": "pipeline",
+            "astral_dsl.regularfile": "records",
             "astral_dsl.line_ends": "records", "astral_dsl.encodings": "records"}
 
 

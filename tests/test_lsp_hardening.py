@@ -366,7 +366,7 @@ def test_a_buffer_past_the_file_cap_is_e108_as_its_file_would_be(server):
     """An editor's buffer (and an import that is an open buffer) of more than 8 MiB is refused
     as `astral check` refuses the file (E108), not compiled: the compiler's memory grows with
     its text (a 20 MB buffer was analysed)."""
-    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES
+    from astral_dsl.semantics.source_files import MAX_SOURCE_BYTES
 
     client, root = server
     text = "site S { }\n// " + "x" * MAX_SOURCE_BYTES + "\n"      # 8 MiB + 11 + 3 + 1 bytes

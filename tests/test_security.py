@@ -525,7 +525,7 @@ def test_an_import_of_a_fifo_does_not_block(sandbox, tmp_path):
 
 
 def test_a_huge_file_is_refused_before_it_is_read(sandbox, tmp_path):
-    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES
+    from astral_dsl.semantics.source_files import MAX_SOURCE_BYTES
 
     home, tmp = sandbox
     big = tmp_path / "big.astral"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl import pipeline
+from astral_dsl import pipeline_sizing
 from test_cli import call, out, run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def _no_sizing(monkeypatch):
     """Fail the test if the combinations are compiled and checked again."""
     def refuse(*args, **kw):
         raise AssertionError("sized again: the kept result was not used")
-    monkeypatch.setattr(pipeline, "_size", refuse)
+    monkeypatch.setattr(pipeline_sizing, "_size", refuse)
 
 
 # ---- every command and load() -------------------------------------------------------------------
@@ -121,12 +121,12 @@ def test_another_text_or_override_is_sized_afresh(design, cache, monkeypatch):
     astral_dsl.check(astral_dsl.compile(design))
     design.write_text(design.read_text().replace("capacity = 300 kW", "capacity = 150 kW"))
     sized = []
-    real = pipeline._size
+    real = pipeline_sizing._size
 
     def counted(ws, d):
         sized.append(d.file)
         return real(ws, d)
-    monkeypatch.setattr(pipeline, "_size", counted)
+    monkeypatch.setattr(pipeline_sizing, "_size", counted)
     checked = astral_dsl.check(astral_dsl.compile(design))
     assert checked.valid and sized == [str(design)]
     assert dict((k.rsplit(":", 2)[1], v.si) for k, v in checked.design.chosen

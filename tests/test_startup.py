@@ -149,12 +149,14 @@ def test_a_stdlib_climate_whose_hours_ship_is_hashed_not_held(monkeypatch):
     import hashlib
 
     from astral_dsl.analyses import climate
-    from astral_dsl.semantics import modules
+    from astral_dsl.semantics import source_files
 
     path = climate.locate("stdlib/climate/723170TYA.CSV", REPO / "examples")
-    assert modules.file_sha256(path) == hashlib.sha256(modules.read_file(path)).hexdigest()
+    assert source_files.file_sha256(path) == \
+        hashlib.sha256(source_files.read_file(path)).hexdigest()
     read = []
-    monkeypatch.setattr(climate, "read_file", lambda p: read.append(p) or modules.read_file(p))
+    monkeypatch.setattr(climate, "read_file",
+                        lambda p: read.append(p) or source_files.read_file(p))
     monkeypatch.setattr(climate, "_parsed", {})
     loaded = climate.load("stdlib/climate/723170TYA.CSV", REPO / "examples")
     assert loaded.hours == 8760 and not read

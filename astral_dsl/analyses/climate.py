@@ -22,7 +22,8 @@ import attrs
 
 from astral_dsl import filedigest, resources, usercache
 from astral_dsl.analyses.climate_formats import MAX_HOURS, Climate, ClimateError, parse
-from astral_dsl.semantics.modules import file_sha256, inside, read_file
+from astral_dsl.semantics.modules import inside
+from astral_dsl.semantics.source_files import file_sha256, read_file
 
 _parsed: Dict[Tuple[str, int, int, str], Climate] = {}
 
@@ -81,7 +82,7 @@ def load(name: str, root: Path, read: Optional[Callable[[Path], bytes]] = None) 
         climate = data = None
         if Path(name).parts[:1] == ("stdlib",):
             # whose hours may ship (analyses/climate_table.py): hashed without being held
-            # (for start-up: semantics.modules.file_sha256), and not again while the file is
+            # (for start-up: semantics.source_files.file_sha256), and not again while the file is
             # unchanged (filedigest.py, for start-up), read only when they do not ship
             from astral_dsl.analyses import climate_table
 
@@ -103,7 +104,7 @@ def load(name: str, root: Path, read: Optional[Callable[[Path], bytes]] = None) 
 def digests(design) -> Tuple[str, ...]:
     """What decides the climates of `design`'s sites: each `climate` name with the SHA-256 of
     the bytes `load` would read for it (the design's reader for a project's file, the disk's
-    otherwise), or why it cannot be read. Sizing's cache keys on it (pipeline.size): the same
+    otherwise), or why it cannot be read. Sizing's cache keys on it (pipeline_sizing.size): the same
     text with a climate file edited in place sizes afresh."""
     root = Path(design.root) if design.root else Path.cwd()
     out = []

@@ -3,8 +3,8 @@ constraint of the design.
 
 Structural unknowns (replication counts such as `(? in 1..9) x Host`, catalog choices such as
 `? in [Switch25T, Switch51T]`) change the design itself: `combinations` lists them, the
-workspace compiles each (pipeline.size) and `choose` checks each (front end, user checks,
-engineering checks, required scenarios on their twins). Equipment counts (`cdus = ?`, feeder `count`,
+workspace compiles each (pipeline_sizing.size) and `choose` checks each (front end, user
+checks, engineering checks, required scenarios on their twins). Equipment counts (`cdus = ?`, feeder `count`,
 rectifier `modules`, battery `strings`) are integer variables whose least feasible values the
 engineering checks derive for each combination. One mixed-integer program then picks the
 combination and the counts together: a binary y_s per feasible combination (sum = 1) and, per

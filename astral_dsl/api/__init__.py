@@ -27,7 +27,7 @@ from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import Checked
 from astral_dsl.pipeline import front_end_errors as _front_end_errors
 from astral_dsl.pipeline import check as _check
-from astral_dsl.semantics.modules import read_file
+from astral_dsl.semantics.source_files import read_file
 from astral_dsl.semantics.overrides import from_python as _in_python     # `overrides['NAME']`
 from astral_dsl.units import Quantity
 from astral_dsl.units.quantity import UnitError

@@ -283,7 +283,7 @@ def print_diagnostics(diagnostics, use_colour: bool, stream) -> None:
             # a file past the 8 MiB cap unread): a file may have changed since it was compiled;
             # a stdlib file's name names the installed one
             from astral_dsl.resources import source_file
-            from astral_dsl.semantics.modules import read_file
+            from astral_dsl.semantics.source_files import read_file
 
             try:
                 text = read_file(source_file(file)).decode("utf-8-sig", errors="replace")

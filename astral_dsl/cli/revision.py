@@ -94,7 +94,7 @@ class RevisionReader:
         self.stdlib = resources.stdlib_dir().resolve()
 
     def __call__(self, path: Path) -> bytes:
-        from astral_dsl.semantics.modules import MAX_SOURCE_BYTES, SourceTooLarge, read_file
+        from astral_dsl.semantics.source_files import MAX_SOURCE_BYTES, SourceTooLarge, read_file
 
         if _inside(Path(path), self.stdlib):
             return read_file(Path(path))

@@ -54,7 +54,8 @@ def load_with_bundle(path: str, overrides=None, names: Sequence[str] = (),
     values a sweep gives its parameters, which may name other data files; `set_option`: how
     the messages name an override (semantics/overrides.py)."""
     from astral_dsl.workspace import Workspace
-    from astral_dsl.semantics.modules import display_name, project_root, read_file
+    from astral_dsl.semantics.modules import display_name, project_root
+    from astral_dsl.semantics.source_files import read_file
 
     seen: Dict[Path, bytes] = {}
 

@@ -16,8 +16,9 @@ import attrs
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
-from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, read_file
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
 from astral_dsl.semantics.scope import ModuleScope
+from astral_dsl.semantics.source_files import read_file
 from astral_dsl.syntax import ast
 from astral_dsl.semantics.trace import Trace
 from astral_dsl.syntax.source import Source, encode
@@ -51,7 +52,7 @@ class Analysis:
     trace: Optional[Trace]
     frames: List[Any] = attrs.field(factory=list)
     # the text of each imported file it read (by real path) and whether it was the editor's
-    # (else the disk's), and the server's count of file events when it ran (documents.py `stale`)
+    # (else the disk's), and the server's count of file events when it ran (file_events.py `stale`)
     inputs: Dict[str, Tuple[Optional[str], bool]] = attrs.field(factory=dict)
     files: int = 0
 
@@ -168,7 +169,8 @@ def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Pa
     import os
     import stat
 
-    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES, inside
+    from astral_dsl.semantics.modules import inside
+    from astral_dsl.semantics.source_files import MAX_SOURCE_BYTES
 
     root = root.resolve()
     out: List[Path] = []

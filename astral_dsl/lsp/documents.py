@@ -1,9 +1,10 @@
 """The language server's state (server.py builds it with its features): the open documents and
 their analyses (debounced, once per version, in a worker process that a newer version or the
 deadline ends; the worker's diagnostics published as soon as it answers, the server's own
-compile for hover and navigation after them), and the analyses of the project's other files for
-references (project.py). What the editor is shown of diagnostics, and of an analysis that
-failed (E000), ran out of time (E407) or of memory (E410), is published.py's."""
+compile for hover and navigation after them), the open documents a file event makes stale
+(file_events.py), and the analyses of the project's other files for references (project.py).
+What the editor is shown of diagnostics, and of an analysis that failed (E000), ran out of
+time (E407) or of memory (E410), is published.py's."""
 from __future__ import annotations
 
 import asyncio
@@ -20,8 +21,9 @@ from pygls.lsp.server import LanguageServer
 from astral_dsl import __version__, cancel
 from astral_dsl.lsp import workers
 from astral_dsl.lsp.analysis import Analysis, analyse
+from astral_dsl.lsp.file_events import FileEvents
 from astral_dsl.lsp.positions import Lines
-from astral_dsl.lsp.project import by_real_path, path_uri, real_path, same_file, uri_path
+from astral_dsl.lsp.project import by_real_path, path_uri, real_path, uri_path
 from astral_dsl.lsp.published import (converted, failed_analysis, memory_analysis, stopped_analysis,
                                       uncompiled)
 from astral_dsl.lsp.protocol import AstralProtocol, NotOpen, RequestFailed
@@ -32,7 +34,7 @@ MAX_PROJECT_FILES = 200
 TIMEOUT = 20.0            # seconds an analysis or a request may take (`astral lsp --timeout`)
 
 
-class AstralServer(LanguageServer):
+class AstralServer(FileEvents, LanguageServer):
     def __init__(self, debounce: float = 0.3, timeout: float = TIMEOUT):
         super().__init__("astral", __version__, protocol_cls=AstralProtocol)
         self.debounce = debounce
@@ -101,14 +103,6 @@ class AstralServer(LanguageServer):
 
     def lines(self, text: str) -> Lines:
         return Lines(text, self.encoding)
-
-    def overlay(self, path: Path) -> Optional[str]:
-        """The editor's text of an open document (instead of the file on disk)."""
-        for doc in list(self.workspace.text_documents.values()):
-            p = uri_path(doc.uri)
-            if p is not None and same_file(p, path):
-                return doc.source
-        return None
 
     def schedule(self, uri: str) -> None:
         task = self.pending.pop(uri, None)
@@ -255,26 +249,6 @@ class AstralServer(LanguageServer):
         a.files = files
         return a
 
-    def stale(self, a: Analysis) -> bool:
-        """Whether an analysis no longer holds for its document's text: an imported file it read
-        is open with another text now (or was closed, or opened, since), or an import it could
-        not find may be found now (a file was opened, closed, saved or changed on disk since)."""
-        if a.inputs:
-            now = by_real_path(self.open_texts(a.uri))
-            for key, (text, from_editor) in a.inputs.items():
-                if (now[key] != text) if key in now else from_editor:
-                    return True
-        return a.files != self.files and any(d.code == "E205" for d in a.diagnostics)
-
-    def open_texts(self, uri: str) -> Dict[str, str]:
-        """The editor's text of the open documents other than `uri`, by path."""
-        out = {}
-        for doc in list(self.workspace.text_documents.values()):
-            p = uri_path(doc.uri)
-            if doc.uri != uri and p is not None:
-                out[str(p)] = doc.source
-        return out
-
     async def current(self, uri: str) -> Optional[Analysis]:
         """An analysis of exactly the text the editor has now (waiting for it if needed; an
         edit meanwhile restarts the wait on the newer text), waited for at most `wait_limit`
@@ -303,50 +277,6 @@ class AstralServer(LanguageServer):
             if result is not None or not self.is_open(uri):
                 return result
         return None
-
-    def files_event(self, uris: List[str], but: Optional[str] = None) -> None:
-        """Files were opened, closed, saved or changed on disk: the open documents (other than
-        `but`) whose analysis read one of them, or could not find an import, are checked again
-        (their cached analysis is stale: `stale`), and the project scan of references is redone."""
-        self.files += 1
-        self.project.clear()
-        again = set()
-        for uri in uris:
-            again.update(self.dependents(uri))
-        again.update(other for other, a in self.latest.items()
-                     if any(d.code == "E205" for d in a.diagnostics))
-        for other in sorted(again):
-            if other != but and self.is_open(other):
-                self.schedule(other)
-
-    async def watch_files(self) -> None:
-        """Ask a client that can be asked for the changes of .astral files on disk (a file an
-        open document imports, deleted, renamed or rewritten by git)."""
-        caps = getattr(self, "client_capabilities", None)
-        watched = getattr(getattr(caps, "workspace", None), "did_change_watched_files", None)
-        if not getattr(watched, "dynamic_registration", False):
-            return
-        try:
-            await asyncio.wait_for(self.client_register_capability_async(lsp.RegistrationParams(
-                registrations=[lsp.Registration(
-                    id="astral-watched-files", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                    register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=[
-                        lsp.FileSystemWatcher(glob_pattern="**/*.astral")]))])), 10)
-        except Exception as exc:  # noqa: BLE001 - a client that refuses: no file events
-            log.warning("the client did not register the file watcher: %s", exc)
-
-    def dependents(self, uri: str) -> List[str]:
-        """Open documents whose last analysis read the file of `uri`."""
-        path = uri_path(uri)
-        out: List[str] = []
-        if path is None:
-            return out
-        for other, a in self.latest.items():
-            if other == uri:
-                continue
-            if any(m.path is not None and same_file(m.path, path) for m in a.modules.values()):
-                out.append(other)
-        return out
 
     # -- diagnostics -------------------------------------------------------------------------------
     def publish(self, a: Analysis) -> None:

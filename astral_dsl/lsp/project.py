@@ -46,7 +46,8 @@ def same_file(a: Path, b: Path) -> bool:
 def analyses(ls, a: Analysis, limit: int) -> List[Analysis]:
     """`a`, then the other open documents' analyses, then the project's other files' (at most
     `limit` files), each file once."""
-    from astral_dsl.semantics.modules import project_root, read_file
+    from astral_dsl.semantics.modules import project_root
+    from astral_dsl.semantics.source_files import read_file
 
     out = [a]
     open_paths = set()

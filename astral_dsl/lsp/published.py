@@ -119,9 +119,9 @@ def converted(ls, found, text: str, uri: str) -> list:
     A related span in the document itself is placed in `text` (an untitled buffer has no file
     to read: its columns were code points, not the client's units); one in another file in
     the editor's text of it, else in the file read as the compiler reads a source
-    (semantics/modules.py read_file: a FIFO or a device refused at once, not waited on)."""
+    (semantics/source_files.py read_file: a FIFO or a device refused at once, not waited on)."""
     from astral_dsl.lsp.project import uri_path
-    from astral_dsl.semantics.modules import read_file
+    from astral_dsl.semantics.source_files import read_file
 
     lines = ls.lines(text)
     others: Dict[str, Optional[Lines]] = {uri: lines}

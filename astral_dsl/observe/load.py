@@ -85,7 +85,7 @@ def _unreadable(path: str, message: str, err: Optional[int]) -> Diagnostic:
     """E780 for a path that cannot be read (the OS error `err`), with what to do: E100's hint
     for a missing path, permissions, a link loop; for a FIFO, a device or a socket (EINVAL,
     regularfile.open_regular's), what to give instead."""
-    from astral_dsl.semantics.modules import unreadable_hint
+    from astral_dsl.semantics.source_files import unreadable_hint
 
     return diag("E780", message, path,
                 "give a profiler trace or a rank log, or a directory of them"

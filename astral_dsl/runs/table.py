@@ -361,7 +361,7 @@ def read_table(path) -> RunsTable:
 
     from astral_dsl.encodings import wide as wide_text
     from astral_dsl.regularfile import read_regular
-    from astral_dsl.semantics.modules import unreadable_hint
+    from astral_dsl.semantics.source_files import unreadable_hint
 
     data = b""
     try:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # of a design with a job imports what validating it needs (seer.validate), not the forecast
 # and its envelope (for start-up). A submodule not imported yet (seer.comm) is imported too.
 _LAZY = {"Calibration": "calibration", "read_calibration": "calibration",
-         "OperatorTable": "costs", "Envelope": "envelope", "outside_warning": "envelope",
+         "OperatorTable": "operator_table", "Envelope": "envelope", "outside_warning": "envelope",
          "Forecast": "forecast", "hardware_flops": "forecast", "model_flops": "forecast",
          "run": "forecast", "OPTIONS": "job", "check_options": "job",
          "unknown_options": "job", "JobSpec": "spec", "ModelSpec": "model_spec",
@@ -131,7 +131,7 @@ def forecast(design, job: Optional[str] = None, failures=None,
     (`astral forecast --calibration`); default: the shipped fit."""
     # here, not with the package, for start-up (see _LAZY)
     from astral_dsl.seer.calibration import Calibration, read_calibration
-    from astral_dsl.seer.costs import OperatorTable
+    from astral_dsl.seer.operator_table import OperatorTable
     from astral_dsl.seer.envelope import extrapolated_warning, outside_warning
     from astral_dsl.seer.forecast import run
     from astral_dsl.seer.job import check_options, unknown_options

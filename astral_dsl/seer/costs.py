@@ -1,5 +1,5 @@
 """Compute cost of one operator on one GPU: a roofline with size-dependent efficiency, or a time
-from a measured operator table the user supplies.
+from a measured operator table the user supplies (read in operator_table.py).
 
 Efficiency curves (docs/seer.md has the derivation and sources). The constants in lower case
 are fitted (seer/calibration: the GEMM efficiency per precision, gemm_waves, attn_eff,
@@ -43,13 +43,13 @@ each says whether it comes from a data sheet, a published measurement or is an a
 """
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 from astral_dsl import records
 
 if TYPE_CHECKING:
     from astral_dsl.seer.calibration import Calibration
+    from astral_dsl.seer.operator_table import OperatorTable
 
 K_HALF = 24.0          # ASSUMED (not fitted, not measured): the inner dimension whose main loop
 #                        costs as much as a tile's fixed prologue (filling the shared-memory
@@ -178,96 +178,6 @@ class GpuSpec:
     @property
     def capped(self) -> bool:
         return 0 < self.power < self.flops_power
-
-
-class OperatorTable:
-    """Measured times: CSV with columns operator, shape, dtype and time (seconds), or time_ms /
-    time_us. `shape` is `MxNxK` for GEMMs (any text for other operators: it must match the
-    shape string Seer prints in the trace's args). An operator named `gemm` matches every GEMM of
-    that shape."""
-
-    def __init__(self, rows: Dict[Tuple[str, str, str], float],
-                 lines: Optional[Dict[Tuple[str, str, str], int]] = None):
-        self.rows = rows
-        self.lines = lines or {}      # each row's line in its file
-        self.matched: set = set()     # the rows some operator of a forecast took its time from
-
-    MAX_BYTES = 64 * 1024 * 1024          # a table of every operator of a model is far smaller
-
-    @classmethod
-    def read(cls, path: str) -> "OperatorTable":
-        """The table of a CSV file; ValueError naming the file and line of a row that has no
-        time, a time that is not a finite number of seconds >= 0, or a file that is not a
-        UTF-8 CSV of at most MAX_BYTES, or a row that repeats another's operator, shape and
-        dtype (which of their times would price it?)."""
-        import csv      # here, for start-up: a check validates jobs without an operator table
-        import io
-
-        from astral_dsl.regularfile import read_regular
-
-        try:          # a FIFO (one swapped in after a check too) would block, a device never end
-            data = read_regular(path, cls.MAX_BYTES)
-        except OSError as exc:
-            raise ValueError(f"{path}: {exc.strerror or exc}") from None
-        rows, lines = {}, {}
-        try:
-            with io.StringIO(data.decode("utf-8-sig"), newline="") as fh:  # a BOM, as Excel writes
-                reader = csv.DictReader(fh)
-                for rec in reader:
-                    where = f"{path}, line {reader.line_num}"
-                    rec = {(k or "").strip().lower(): (v or "").strip()
-                           for k, v in rec.items() if isinstance(v, str) or v is None}
-                    key = (rec.get("operator", ""), rec.get("shape", "").replace(" ", ""),
-                           rec.get("dtype", "bf16") or "bf16")
-                    if key in rows:
-                        raise ValueError(f"{where}: repeats line {lines[key]}'s operator, "
-                                         f"shape and dtype ({_row(key)})")
-                    rows[key], lines[key] = _seconds(rec, where), reader.line_num
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise ValueError(f"{path}: not a UTF-8 CSV table ({exc})") from None
-        return cls(rows, lines)
-
-    def unmatched(self, most: int = 5) -> str:
-        """The rows that priced no operator, by line: '' when every row did."""
-        left = sorted((self.lines.get(k, 0), k) for k in self.rows if k not in self.matched)
-        text = ", ".join(f"line {n} ({_row(k)})" for n, k in left[:most])
-        return text + (f" and {len(left) - most:,} more" if len(left) > most else "")
-
-    def lookup(self, op: str, shape: str, dtype: str) -> Optional[float]:
-        for key in ((op, shape, dtype), ("gemm", shape, dtype)):
-            t = self.rows.get(key)
-            if t is not None:
-                self.matched.add(key)
-                return t
-        return None
-
-
-def _row(key: Tuple[str, str, str]) -> str:
-    """A row's operator, shape and dtype as the table states them."""
-    return "`{}`, shape `{}`, {}".format(*key)
-
-
-# an operator measured at more than an hour is a unit slip (microseconds written in `time`)
-MAX_OPERATOR_S = 3600.0
-
-
-def _seconds(rec: Dict[str, str], where: str) -> float:
-    """A row's time in seconds, from `time`, `time_ms` or `time_us`."""
-    for column, scale in (("time", 1.0), ("time_ms", 1e-3), ("time_us", 1e-6)):
-        text = rec.get(column)
-        if text:
-            try:
-                t = float(text) * scale
-            except ValueError:
-                raise ValueError(f"{where}: {column} `{text}` is not a number") from None
-            if not math.isfinite(t) or t < 0:
-                raise ValueError(f"{where}: {column} `{text}` is not a finite time >= 0")
-            if t > MAX_OPERATOR_S:      # 1e308 s made the iteration infinite, 1e300 s 302 digits
-                raise ValueError(f"{where}: {column} `{text}` is more than an hour: one "
-                                 f"operator's measured time (milliseconds go in time_ms, "
-                                 f"microseconds in time_us)")
-            return t
-    raise ValueError(f"{where}: the row has no time, time_ms or time_us")
 
 
 class Costs:

@@ -10,9 +10,10 @@ from astral_dsl import records
 from astral_dsl.seer import comm, rule
 from astral_dsl.seer.calibration import Calibration
 from astral_dsl.seer.comm_groups import straddle_notes
-from astral_dsl.seer.costs import Costs, OperatorTable
+from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import MemoryEstimate, offload_obstacle
+from astral_dsl.seer.operator_table import OperatorTable
 from astral_dsl.seer.params import by_shape
 from astral_dsl.seer.schedule import StageRun, simulate
 from astral_dsl.seer.spec import JobSpec
