@@ -560,3 +560,19 @@ def test_an_fsdp_row_says_fsdp_not_the_distributed_optimizer():
     assert not any("distributed optimizer" in a for a in said["r190"])
     assert any(a.startswith("the distributed optimizer") for a in said["r189"])
     assert dict(stack_of(t.runs[0], False, 2, 1, 64).parallel)["fsdp"] is True
+
+
+def test_a_megatron_pipeline_overlaps_its_sends_only_when_interleaved():
+    """Megatron-Bridge 0.3.1 training/comm_overlap.py (lines 450-457): with PP > 1 an interleaved
+    pipeline (virtual stages > 1) sets overlap_p2p_comm, a 1f1b one batch_p2p_comm without
+    overlap. NeMo 25.11's GPT-OSS 120B on H100 (r137: PP 4, VP 1) is read without `pp_overlap`
+    (which W751 would call inert there), its Llama 3 70B (r135: PP 8, VP 5) with it, and so is a
+    pipeline whose VP is not published (n/a) but whose notes do not say interleaved."""
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r137"), _row("r135"), _row("r137", id="na", vp="n/a"),
+            _row("r137", id="pp1", pp="1")]
+    t = parse_table(_csv(rows), "t.csv")
+    got = {r.id: dict(stack_of(r, r.id != "r135", 1, r.count("pp"), 16).fields)["pp_overlap"]
+           for r in t.runs}
+    assert got == {"r137": False, "r135": True, "na": False, "pp1": False}

@@ -176,9 +176,11 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             if loss:
                 fields["cross_entropy"] = loss
                 assumed.append(how)
-            # Megatron-Bridge 0.3.1 training/comm_overlap.py: an interleaved pipeline
-            # (virtual stages > 1) overlaps its sends with the next block (overlap_p2p_comm)
-            fields["pp_overlap"] = pp > 1
+            # Megatron-Bridge 0.3.1 training/comm_overlap.py:450-457: with PP > 1 an interleaved
+            # pipeline (virtual stages > 1) overlaps its sends with the next block
+            # (overlap_p2p_comm), a 1f1b one batches them (batch_p2p_comm) without overlap
+            fields["pp_overlap"] = pp > 1 and ((row.count("vp", 1) or 1) > 1
+                                               or said["interleaved"])
             prec = precision_of(row.precision, row.gpu, release)[0]
             fsdp_off = (row.count("fsdp") or 0) >= 1 and release in FSDP_NO_FP8_PARAMS
             if release is not None and release >= FP8_PARAMS_FROM and prec is not None and \
