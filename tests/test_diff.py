@@ -131,8 +131,7 @@ def test_an_override_of_one_side_is_named_by_its_own_flag(tmp_path):
     # a hint's example too, and for the shell as --set's
     proc = astral("diff", design, design, "--set-a", "label=4", "--format", "json")
     (d,) = json.loads(proc.stdout)["diagnostics"]
-    assert d["hint"] == 'give a string in double quotes (quoted for the shell), e.g. ' \
-                        '`--set-a label="x"`'
+    assert d["hint"] == 'give a string in double quotes, e.g. `--set-a \'label="x"\'`'
     proc = astral("diff", design, design, "--set-b", "label=North", "--format", "json")
     (d,) = json.loads(proc.stdout)["diagnostics"]
     assert d["hint"] == '`label` is text: quote its value, --set-b \'label="North"\''
