@@ -24,7 +24,7 @@ from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import front_end, front_end_errors, unsized
 from astral_dsl.pipeline_sizing import size
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root
-from astral_dsl.semantics.overrides import Option, command_line, from_python
+from astral_dsl.semantics.overrides import Option, from_python
 from astral_dsl.semantics.source_files import read_file
 from astral_dsl.syntax.source import encode
 
@@ -43,9 +43,10 @@ class Workspace:
     load_diagnostics: Tuple[Diagnostic, ...]     # reading, parsing and imports
     _design: Optional[Design] = None
     _sizing: Optional[Any] = None
-    # how the messages of an override name it (semantics/overrides.py): `--set NAME` for the
-    # command, `overrides['NAME']` for the API's functions and with_params
-    option: Option = command_line
+    # how the messages of an override name it (semantics/overrides.py): `overrides['NAME']`
+    # from Python (open, of_text, with_params, the API's functions), `--set NAME` for the
+    # command, which says so (cli/common.py open_path)
+    option: Option = from_python
 
     def __repr__(self) -> str:
         # what a REPL shows: the entry and its overrides, not every module's text and tree
@@ -55,10 +56,11 @@ class Workspace:
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
     def open(cls, path, overrides: Optional[Mapping[str, object]] = None,
-             read=read_file, option: Option = command_line) -> "Workspace":
+             read=read_file, option: Option = from_python) -> "Workspace":
         """Read and parse the file at `path` and everything it imports (`read`: how a file is
         read, e.g. the language server's open documents first; `option`: how an override is
-        named, the command's `--set NAME` or the API's semantics.overrides.from_python)."""
+        named, by default the API's `overrides['NAME']` (semantics.overrides.from_python), the
+        command's `--set NAME` with semantics.overrides.command_line)."""
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"the path of a design must be a str or a path, not "
                             f"{type(path).__name__}")
@@ -88,7 +90,7 @@ class Workspace:
     @classmethod
     def of_text(cls, text, name: str = "<string>", root=None,
                 overrides: Optional[Mapping[str, object]] = None,
-                read=read_file, option: Option = command_line) -> "Workspace":
+                read=read_file, option: Option = from_python) -> "Workspace":
         """Parse source text (str, or bytes as a file holds them); imports resolve against
         `root` (default: the current directory) and the stdlib; `option` as open's."""
         if not isinstance(text, (str, bytes, bytearray, memoryview)):

@@ -382,6 +382,35 @@ def test_a_bad_override_points_at_the_parameter_and_says_how_to_quote_text(tmp_p
     assert other.span is not None and other.span.start.line == 2 and other.hint
 
 
+def test_a_workspace_opened_from_python_names_an_override_in_the_apis_words(tmp_path):
+    """`Workspace.open` and `Workspace.of_text` called directly said `--set NAME` (the
+    command's option, which a Python caller did not give) in an override's diagnostics; they
+    say `overrides['NAME']` and `with_params(...)` as the API's functions do, and the command
+    still says `--set` (it passes its own words)."""
+    from astral_dsl.semantics.overrides import command_line
+
+    path = tmp_path / "d.astral"
+    text = 'param label = "x"\nparam n = 2\nparam limit = 45 kW\nsite S { }\n'
+    path.write_text(text)
+    given = {"label": "4", "nope": "3", "limit": "300 K"}
+    for ws in (astral_dsl.Workspace.open(path, given),
+               astral_dsl.Workspace.of_text(text, "d.astral", tmp_path, given)):
+        said = {(d.code, d.message.split(":")[0], d.hint) for d in ws.design.diagnostics
+                if d.is_error}
+        assert said == {
+            ("E310", "overrides['label']",
+             "give a string in double quotes, e.g. `with_params(label='\"x\"')`"),
+            ("E213", "overrides['nope']", "parameters: label, n, limit"),
+            ("E310", "overrides['limit']",
+             "give it in a unit of the default's dimension, e.g. "
+             "`with_params(limit='45 kW')`")}, said
+    command = astral_dsl.Workspace.open(path, {"nope": "3"}, option=command_line)
+    assert [d.message for d in command.design.diagnostics if d.is_error] == [
+        "--set nope: the design has no parameter `nope`"]
+    proc = astral("check", str(path), "--set", "nope=3")
+    assert "--set nope: the design has no parameter `nope`" in proc.stderr + proc.stdout
+
+
 @pytest.mark.parametrize("given", [1.5e308, 1e308, int(1.5e308), 2 ** 1024 - 2 ** 970 - 1])
 def test_a_finite_number_past_1e308_is_a_number_or_too_large_in_si(tmp_path, given):
     """A float between 1e308 and the largest float was "not a finite number" (read as inf

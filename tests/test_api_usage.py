@@ -300,5 +300,5 @@ def test_an_override_is_named_in_the_callers_words(tmp_path):
     assert "error[E213]: --set nope: the design has no parameter `nope`\n" in cli.stdout
     assert "error[E310]: --set p: expected a power (kW) like the default `45 kW`, got `5 kg`\n" \
            in cli.stdout
-    assert "= hint: give it in a unit of the default's dimension, e.g. `--set p=45 kW`\n" \
+    assert "= hint: give it in a unit of the default's dimension, e.g. `--set 'p=45 kW'`\n" \
            in cli.stdout

@@ -110,7 +110,7 @@ def test_fifth_host_per_rack_is_one_command():
     assert counts["gpus"]["before"] == 524288 and counts["gpus"]["after"] == 655360
     appeared = {c["after"]["code"] for c in doc["changes"]["diagnostics"] if c["kind"] == "added"}
     assert {"E500", "E621", "E640", "E604"} <= appeared
-    assert doc["b"]["label"] == "examples/astral.astral --set hosts_per_rack=5"
+    assert doc["b"]["label"] == "examples/astral.astral --set-b hosts_per_rack=5"
 
 
 def test_an_override_of_one_side_is_named_by_its_own_flag(tmp_path):
@@ -131,11 +131,29 @@ def test_an_override_of_one_side_is_named_by_its_own_flag(tmp_path):
     # a hint's example too, and for the shell as --set's
     proc = astral("diff", design, design, "--set-a", "label=4", "--format", "json")
     (d,) = json.loads(proc.stdout)["diagnostics"]
-    assert d["hint"] == 'give a string in double quotes (quoted for the shell), e.g. ' \
-                        '`--set-a label="x"`'
+    assert d["hint"] == 'give a string in double quotes, e.g. `--set-a \'label="x"\'`'
     proc = astral("diff", design, design, "--set-b", "label=North", "--format", "json")
     (d,) = json.loads(proc.stdout)["diagnostics"]
     assert d["hint"] == '`label` is text: quote its value, --set-b \'label="North"\''
+
+
+def test_a_sides_label_names_each_value_by_the_option_that_gave_it(tmp_path):
+    """The label of a side (`--- a: FILE ...`, JSON's `label`) named every value `--set k=v`,
+    one given by --set-a or --set-b too; each is named by its own option now, quoted as a
+    shell takes it (a value with a space is one argument)."""
+    design = tmp_path / "d.astral"
+    design.write_text('param servers = 4\nparam label = "x"\nparam limit = 45 kW\n'
+                      'host H { power = 10 kW }\nrack R { hosts = servers x H }\n'
+                      'site S { racks = 2 x R }\n')
+    given = ("--set", "servers=3", "--set-a", 'label="a b"', "--set-b", "servers=5",
+             "--set-b", "limit=50 kW")
+    proc = astral("diff", design, design, *given, "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert doc["a"]["label"] == f"{design} --set servers=3 --set-a 'label=\"a b\"'"
+    assert doc["b"]["label"] == f"{design} --set-b servers=5 --set-b 'limit=50 kW'"
+    text = astral("diff", design, design, *given).stdout.split("\n")
+    assert text[0].startswith(f"--- a: {design} --set servers=3 --set-a 'label=\"a b\"' [")
+    assert text[1].startswith(f"+++ b: {design} --set-b servers=5 --set-b 'limit=50 kW' [")
 
 
 def test_json_diagnostics_name_the_file_of_their_side():

@@ -176,6 +176,35 @@ def test_a_member_named_after_a_param_that_is_also_a_roll_up_says_so(tmp_path):
                                  "site S { racks = 2 x R }\n", tmp_path).diagnostics if x.is_error]
 
 
+def test_a_member_built_from_a_roll_up_beside_a_param_of_its_name_says_so(tmp_path):
+    # `param racks = 8` and `site S { r = racks x R }`: `racks` there is the site's roll-up
+    # (section 5.3: the roll-ups come before the module), which holds `r`; it said only
+    # "`r` of site `S` depends on itself", at `r`, "break the cycle: ..."
+    d = only(build("param racks = 8\n" + NODE + "rack R { hosts = 4 x N }\n"
+                   "site S { r = racks x R }\n", tmp_path), "E404")
+    assert d.message == "`r` of site `S` depends on itself through the roll-up `racks`"
+    assert (d.span.start.line, d.span.start.column, d.span.end.column) == (5, 14, 19)
+    assert d.hint == ("in site `S`, `racks` is its roll-up (what it holds, `r` included), "
+                      "not the module's `racks`: rename that (e.g. `racks_per_site`)")
+    # as the hint says, it holds: 8 racks
+    design = build("param racks_per_site = 8\n" + NODE + "rack R { hosts = 4 x N }\n"
+                   "site S { r = racks_per_site x R\n  check count(racks) == 8 }\n", tmp_path)
+    assert not [x for x in design.diagnostics if x.is_error], design.diagnostics
+    # no param of that name: the roll-up still holds the member; in an argument, in a pod too
+    d = only(build(NODE + "rack R { hosts = 4 x N }\nsite S { r = racks x R }\n", tmp_path),
+             "E404")
+    assert d.hint == ("in site `S`, `racks` is its roll-up (what it holds, `r` included), so "
+                      "`r` cannot use it: give the value it needs a name of its own "
+                      "(`param n = 4`)")
+    d = only(build(NODE + "rack R(n: count = 1) { hosts = 4 x N }\n"
+                   "site S { racks = 2 x R(n = count(gpus)) }\n", tmp_path), "E404")
+    assert d.message == "`racks` of site `S` depends on itself through the roll-up `gpus`"
+    d = only(build("param racks = 2\n" + NODE + "rack R { hosts = 4 x N }\n"
+                   "site S { pod p { r = racks x R } }\n", tmp_path), "E404")
+    assert d.message == "`r` of pod `p` depends on itself through the roll-up `racks`"
+    assert d.hint.endswith("not the module's `racks`: rename that (e.g. `racks_per_pod`)")
+
+
 def test_power_from_its_own_roll_up_says_to_total_the_members(tmp_path):
     d = only(build(NODE + "rack R { hosts = 4 x N, power = power * 1.1 }\n"
                    "site S { racks = 2 x R }\n", tmp_path), "E404")

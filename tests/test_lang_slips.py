@@ -81,12 +81,12 @@ def test_a_quoted_number_given_to_set_is_shown_quoted_with_a_hint(tmp_path):
                    overrides={"n": '"4"'}), "E310")
     assert (d.message, d.hint) == (
         "overrides['n']: expected a number like the default `4`, got \"4\"",
-        "write it without quotes, e.g. `with_params(n=4)`")          # from the API (loads)
+        "write it without the double quotes, e.g. `with_params(n=4)`")          # from the API (loads)
     cli = json.loads(check_json("param n = 4\nsite S {}\n", tmp_path, "--set", 'n="4"'))
     (e310,) = [d for d in cli["diagnostics"] if d["severity"] == "error"]
     assert (e310["message"], e310["hint"]) == (
         '--set n: expected a number like the default `4`, got "4"',
-        "write it without quotes, e.g. `--set n=4`")                  # from the command
+        "write it without the double quotes, e.g. `--set n=4`")                  # from the command
     d = only(build("param p = 45 kW\nsite S {}\n", tmp_path, overrides={"p": "45 GB"}), "E310")
     assert d.message.endswith("got `45 GB`") and "dimension" in d.hint
 
@@ -95,24 +95,44 @@ def test_a_quoted_number_given_to_set_is_shown_quoted_with_a_hint(tmp_path):
     # was: "give it in a unit of the default's dimension": `300K` read as the absolute one
     ("param t = 90 degC", "300K", "`K` is a temperature difference in astral, not an absolute "
      "temperature: write an absolute one in `degC` or `degF`, e.g. {} for 300 K above "
-     "absolute zero", ("`--set t=26.85 degC`", "`with_params(t='26.85 degC')`")),
+     "absolute zero", ("`--set 't=26.85 degC'`", "`with_params(t='26.85 degC')`")),
     ("param t = 90 degC", "25 K", "`K` is a temperature difference in astral, not an absolute "
      "temperature: write an absolute one in `degC` or `degF`, e.g. {}",
-     ("`--set t=25 degC`", "`with_params(t='25 degC')`")),
+     ("`--set 't=25 degC'`", "`with_params(t='25 degC')`")),
     ("param t = 10 K", "30 degC", "`degC` is an absolute temperature; a difference is written "
      "in `K` (or `delta_degC`), e.g. {} for 30 degC above 0 degC",
-     ("`--set t=30 K`", "`with_params(t='30 K')`")),
+     ("`--set 't=30 K'`", "`with_params(t='30 K')`")),
     ("param t: temperature = 90 degC", "300 K", "`K` is a temperature difference in astral, "
      "not an absolute temperature: write an absolute one in `degC` or `degF`, e.g. "
      "{} for 300 K above absolute zero", ("`26.85 degC`", "`26.85 degC`")),
 ])
 def test_set_says_k_is_a_temperature_difference(source, given, hint, python, tmp_path):
-    """The command's example is a `--set`; the API's (loads here) a with_params call."""
+    """The command's example is a `--set`, quoted for a shell to paste (it was unquoted:
+    `--set t=26.85 degC` is two arguments); the API's (loads here) a with_params call."""
     cli = json.loads(check_json(source + "\nsite S {}\n", tmp_path, "--set", f"t={given}"))
     (e310,) = [d for d in cli["diagnostics"] if d["severity"] == "error"]
     assert (e310["code"], e310["hint"]) == ("E310", hint.format(python[0]))
     d = only(build(source + "\nsite S {}\n", tmp_path, overrides={"t": given}), "E310")
     assert d.hint == hint.format(python[1])
+
+
+@pytest.mark.parametrize("source, given", [
+    ('param label = "x"', "label=4"),              # was `--set label="x"`, "(quoted for the shell)"
+    ("param t = 90 degC", "t=300K"),               # was `--set t=26.85 degC`: two arguments
+    ("param t = 10 K", "t=30 degC"),
+    ("param p = 45 kW", "p=5 kg"),                 # was `--set p=45 kW`
+    ("param p = 45 kW", 'p="45 kW"'),
+])
+def test_a_set_hints_example_pastes_into_a_shell(source, given, tmp_path):
+    """The example of an E310 hint from the command is a `--set` quoted for a POSIX shell: read
+    as a shell reads it, it is one option and one value, which the command accepts."""
+    cli = json.loads(check_json(source + "\nsite S {}\n", tmp_path, "--set", given))
+    (e310,) = [d for d in cli["diagnostics"] if d["severity"] == "error"]
+    example = re.search(r"e\.g\. `([^`]*)`", e310["hint"]).group(1)
+    words = shlex.split(example)
+    assert len(words) == 2 and words[0] == "--set", example
+    again = json.loads(check_json(source + "\nsite S {}\n", tmp_path, *words))
+    assert not [d for d in again["diagnostics"] if d["severity"] == "error"], example
 
 
 def check_json(text: str, tmp_path, *args) -> str:

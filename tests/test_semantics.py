@@ -980,6 +980,7 @@ site S {
 def test_set_a_bare_fraction_on_a_percent_param_is_e310(tmp_path):
     """`--set ups_eff=1` was 1 %: within E316's range (from 1 %), it gave E620 (the feeder
     carrying 100 times its load) with nothing pointing at the --set; 0.97 was 0.97 %."""
+    from astral_dsl.semantics.overrides import command_line
     from astral_dsl.workspace import Workspace
 
     for given, fraction in (("1", "100"), ("0.97", "97"), ("-0.5", "-50")):
@@ -994,7 +995,8 @@ def test_set_a_bare_fraction_on_a_percent_param_is_e310(tmp_path):
                           f"with_params(ups_eff={fraction})) for the fraction {given}, "
                           f"with_params(ups_eff='{given} %') for {given} %")
         # the command's options, quoted for the shell (without the API's call)
-        ws = Workspace.of_text(RATIO, root=tmp_path, overrides={"ups_eff": given})
+        ws = Workspace.of_text(RATIO, root=tmp_path, overrides={"ups_eff": given},
+                               option=command_line)
         assert one(ws.design, "E310").hint == (
             f"write the unit: --set 'ups_eff={fraction} %' (or --set ups_eff={fraction}) for "
             f"the fraction {given}, --set 'ups_eff={given} %' for {given} %")

@@ -228,10 +228,11 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
     # api.compile and api.check are these two: the pipeline's and the workspace's, imported
     # without the rest of the API (its result types, its other commands), for start-up
     from astral_dsl.pipeline import check, front_end_errors
+    from astral_dsl.semantics.overrides import command_line
     from astral_dsl.workspace import Workspace
 
     def compiled():
-        workspace = Workspace.open(path, overrides)
+        workspace = Workspace.open(path, overrides, option=command_line)    # `--set NAME`
         workspace.design           # compiled here, kept to the end like the syntax trees
         if read is not None:
             read.extend(workspace.files())

@@ -146,7 +146,9 @@ def run(args, overrides) -> int:
             if unreadable(result.design):
                 return _unusable(args, arg, result.diagnostics)
             errors.extend(d for d in result.diagnostics if d.is_error)
-            sides.append(side(label + "".join(f" --set {k}={v}" for k, v in over.items()),
+            # the label names each value by the option that gave it, as a shell takes it
+            sides.append(side(label + "".join(f" {option(k, v, shell=True)}"
+                                              for k, v in over.items()),
                               result, relative, calibration))
     finally:
         for folder in folders:

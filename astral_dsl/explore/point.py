@@ -68,11 +68,12 @@ def workspace(entry: str):
     """The workspace of `entry`: its source is read and parsed once per process (while it is
     among the KEEP_PARSED most recently used), then evaluated with each point's overrides, as
     `astral check --set ...` would."""
+    from astral_dsl.semantics.overrides import command_line
     from astral_dsl.workspace import Workspace
 
     ws = _PARSED.get(entry)
-    if ws is None:
-        ws = _PARSED.put(entry, Workspace.open(entry, {}))
+    if ws is None:       # a point's compile names its overrides as its options say
+        ws = _PARSED.put(entry, Workspace.open(entry, {}, option=command_line))
     return ws
 
 

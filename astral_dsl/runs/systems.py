@@ -62,9 +62,10 @@ def read_systems(path) -> GpuFile:
     from astral_dsl.model.allows import apart
     from astral_dsl.model.rollup import count_of, group_of
     from astral_dsl.syntax import ast
+    from astral_dsl.semantics.overrides import command_line
     from astral_dsl.workspace import Workspace
 
-    ws = Workspace.open(path)
+    ws = Workspace.open(path, option=command_line)      # its hints in the command's words
     design = ws.design
     name = design.file
     # a systems file declares parts, not a site: W400 ("nothing is built") does not apply;

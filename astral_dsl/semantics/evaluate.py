@@ -205,8 +205,7 @@ class Expressions:
                     return self.host.field(frame, name, span)
                 if name in scope.params:
                     return scope.params[name]
-                derived = self.derived(frame, name) if cycle is not frame else \
-                    self.rollup_of_itself(frame, name, env)
+                derived = self.rollup(frame, name, env, span)
                 if derived is not None:
                     return derived
             elif name in scope.params:
@@ -256,25 +255,37 @@ class Expressions:
             return symbol
         raise AssertionError(symbol)
 
-    def rollup_of_itself(self, frame: Frame, name: str, env: Env):
-        """The roll-up `name` of `frame` from its own field `name` (`hosts = hosts x N` in a
-        rack): the roll-up counts that field, so it is E404, whose hint says that the name is
-        the roll-up there and not the module's `param` of that name."""
+    def rollup(self, frame: Frame, name: str, env: Env, span: Span):
+        """The roll-up `name` of `frame`, named in one of its fields. The roll-up holds the
+        frame's members: one whose value names it (`hosts = hosts x N` in a rack; `r = racks x
+        R` in a site) depends on itself, E404, whose hint says that the name is the roll-up
+        there and not the module's `param` of that name (section 5.3: the roll-ups come
+        before the module); at the name, when the member is another field."""
         try:
             return self.derived(frame, name)
         except DiagnosticError as exc:
             d = exc.diagnostic
-            if d.code != "E404" or d.message != f"`{name}` of {frame.kind} `{frame.display}` " \
-                                                 "depends on itself":
+            member = next((m for m in frame.defs if frame.busy.get(m) and d.message ==
+                           f"`{m}` of {frame.kind} `{frame.display}` depends on itself"), None)
+            if d.code != "E404" or member is None:
                 raise
             outer = env.module.lookup(name)
+            itself = member == name
             hint = f"in {frame.kind} `{frame.display}`, `{name}` is its roll-up (what it " \
-                   "holds, this field included)" + (
+                   f"holds, {'this field' if itself else f'`{member}`'} included)" + (
                 f", not the module's `{name}`: rename that (e.g. `{name}_per_{frame.kind}`)"
                 if isinstance(outer, (ParamSymbol, LetSymbol)) else
-                ": total its members instead (`sum(MEMBER.power) * 1.1`)" if name == "power" else
-                f": give the count a name of its own (`param n = 4`, `{name} = n x ...`)")
-            raise DiagnosticError(attrs.evolve(d, hint=hint)) from None
+                ": total its members instead (`sum(MEMBER.power) * 1.1`)"
+                if itself and name == "power" else
+                f": give the count a name of its own (`param n = 4`, `{name} = n x ...`)"
+                if itself else
+                f", so `{member}` cannot use it: give the value it needs a name of its own "
+                "(`param n = 4`)")
+            if itself:
+                raise DiagnosticError(attrs.evolve(d, hint=hint)) from None
+            raise DiagnosticError(attrs.evolve(
+                d, message=f"{d.message} through the roll-up `{name}`", span=span,
+                hint=hint)) from None
 
     def derived(self, frame: Frame, name: str):
         """Roll-ups every physical instance answers: gpus, hosts, racks, ..., power."""

@@ -52,14 +52,12 @@ def _module_value(inst, symbol):
                      _set_hint(name, value, default, option))
             if isinstance(default, (bool, str)) and type(value) is not type(default):
                 from astral_dsl.model.values import show, type_name
-                from astral_dsl.semantics.overrides import from_python
 
-                shell = "" if option is from_python else " (quoted for the shell)"
                 fail("E310", f"{option(name)}: expected a {type_name(default)} like "
                              f"the default {show(default)}, got {excerpt(show(value), 60)}", span,
                      ("give `true` or `false`" if isinstance(default, bool) else
-                      f"give a string in double quotes{shell}") +
-                     f", e.g. `{option(name, show(default))}`")
+                      "give a string in double quotes") +
+                     f", e.g. `{option(name, show(default), shell=True)}`")
     else:
         value = inst.eval(node.value if isinstance(symbol, LetSymbol) else node.default, env)
         span = (node.value if isinstance(symbol, LetSymbol) else node.default).span
@@ -82,14 +80,16 @@ def _module_value(inst, symbol):
 def _set_hint(name: str, value, default: Quantity, option) -> str:
     """The hint for `--set name=value` of another dimension than the default's: a temperature
     difference (`300K`) for a temperature says that `K` is one, and how to write the point
-    (written as `option` gives a value: semantics/overrides.py)."""
+    (written as `option` gives a value, to paste: `--set 't=26.85 degC'` quoted for a shell,
+    semantics/overrides.py)."""
     from astral_dsl.semantics.coerce import temperature_hint
 
     if isinstance(value, Quantity) and value.dims == default.dims:
-        return temperature_hint(value, default.point, lambda v: f"`{option(name, v)}`")
-    return ("write it without quotes" if isinstance(value, str) else
+        return temperature_hint(value, default.point,
+                                lambda v: f"`{option(name, v, shell=True)}`")
+    return ("write it without the double quotes" if isinstance(value, str) else
             "give it in a unit of the default's dimension") + \
-        f", e.g. `{option(name, str(default))}`"
+        f", e.g. `{option(name, str(default), shell=True)}`"
 
 
 def _shown(value) -> str:
