@@ -294,3 +294,20 @@ def test_a_related_span_in_the_stdlib_is_the_installed_files_uri_wherever_it_is(
     assert lines[location.range.start.line].startswith("rack NVL72(")
     climate = next((stdlib / "climate").glob("*.CSV"))
     assert _uri(a, f"stdlib/climate/{climate.name}") == climate.as_uri()
+
+
+def test_an_editors_hints_set_a_value_with_the_commands_option(tmp_path):
+    """The language server compiled through the Python API, so W216's hint told an editor's
+    user to call `with_params(n=...)`; they set it as the command does, `--set n=...`."""
+    from astral_dsl.lsp.analysis import analyse
+
+    (tmp_path / "astral.toml").write_text("")
+    main = tmp_path / "main.astral"
+    main.write_text('param n = 8 assumed "until the floor plan"\n'
+                    "gpu G { power = 700 W, memory = 80 GB }\n"
+                    "host H { gpus = 8 x G, power = 10.2 kW }\n"
+                    "rack R { hosts = 4 x H }\nsite S { rows = n x R }\n")
+    for path in (main, None):                 # a saved file, and an unsaved document
+        a = analyse(main.as_uri(), path, main.read_text(), 1)
+        (d,) = [d for d in a.diagnostics if d.code == "W216"]
+        assert "`--set n=...`" in d.hint and "with_params" not in d.hint

@@ -111,13 +111,16 @@ def analyse(uri: str, path: Optional[Path], text: str, version: Optional[int] = 
 def workspace(uri: str, path: Optional[Path], text: str,
               overlay: Callable[[Path], Optional[str]] = lambda p: None):
     """The workspace of a document: `text` as the file `path` (None for an unsaved one),
-    other open documents through `overlay`, the rest from the disk."""
-    from astral_dsl import api
+    other open documents through `overlay`, the rest from the disk. Its hints set a value as
+    the editor's user would, with the command's `--set NAME=...`, not the Python API's
+    `with_params` (command_line)."""
+    from astral_dsl.semantics.overrides import command_line
+    from astral_dsl.workspace import Workspace
 
     reader = Reader(lambda p: text if path is not None and _same_path(p, path) else overlay(p))
     if path is not None:
-        return api.compile(path, None, reader)
-    return api.compiles(text, uri, None, None, reader)
+        return Workspace.open(path, None, reader, command_line)
+    return Workspace.of_text(text, uri, None, None, reader, command_line)
 
 
 def engineering_diagnostics(ws, design: Design) -> Tuple[Diagnostic, ...]:
