@@ -7,7 +7,8 @@ The model: a stdlib model whose architecture is the row's (layers, hidden, heads
 heads, experts and top-k equal where the row states them; stdlib/models.astral) lends what a
 row has no column for (a head width other than hidden / heads, multi-head latent attention,
 shared experts, leading dense layers, sliding windows, the activation); otherwise the model is
-the row's fields alone, SwiGLU (GeLU for a GPT), and the row says so (`assumed`)."""
+the row's fields alone, SwiGLU (GeLU for a GPT), and the row says so (`assumed`); a model whose
+recipe builds what Seer cannot lower is not expressible, with what (runs/unmodelled.py)."""
 from __future__ import annotations
 
 import re
@@ -23,6 +24,7 @@ from astral_dsl.runs.releases import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_P
 from astral_dsl.runs.stacks import stack_of, stated_settings, su_gpus
 from astral_dsl.runs.system_spec import System
 from astral_dsl.runs.table import Run
+from astral_dsl.runs.unmodelled import unmodelled
 from astral_dsl.seer.stages import derived_layout
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts",
@@ -139,17 +141,16 @@ def _common(a: str, b: str) -> int:
     return sum(1 for x, y in zip(a, b) if x == y)
 
 
-def _hybrid(row: Run) -> Optional[str]:
+def _hybrid(row: Run) -> bool:
     text = (row.notes + " " + row.model).lower()
-    for word in ("mamba", "hybrid"):
-        if word in text:
-            return word
-    return None
+    return "mamba" in text or "hybrid" in text
 
 
-def _model_fields(row: Run) -> Tuple[Optional[Dict[str, object]], str, List[str], str]:
-    """(fields, stdlib model lending extras, assumptions, why not) of the row's model."""
+def _model_fields(row: Run) -> Tuple[Optional[Dict[str, object]], str, List[str], Tuple[str, ...]]:
+    """(fields, stdlib model lending extras, assumptions, (column, why) not) of the row's model."""
     name = match_model(row)
+    if not name and (why := unmodelled(row.model)):
+        return None, "", [], ("model", why)
     base = dict(stdlib_models().get(name, {})) if name else {}
     assumed: List[str] = []
     f: Dict[str, object] = dict(base)
@@ -165,11 +166,13 @@ def _model_fields(row: Run) -> Tuple[Optional[Dict[str, object]], str, List[str]
             f["ffn"] = base["ffn"]                        # the dense layers' width
     for need in ("layers", "hidden", "heads"):
         if need not in f:
-            return None, "", [], need
+            return None, "", [], (need, f"the row gives no `{need}` and no stdlib model is named "
+                                        f"`{row.model}`")
     if not name:
-        hybrid = _hybrid(row)
-        if hybrid:
-            return None, "", [], "model"
+        if _hybrid(row):
+            return None, "", [], ("model", f"`{row.model}` is a hybrid Mamba/attention model "
+                                  "(notes) that no stdlib model states: a row's cells cannot "
+                                  "state its Mamba-2 layers nor their pattern")
         gpt = _norm(row.model).startswith("gpt") and not _norm(row.model).startswith("gptoss")
         f["activation"] = "gelu" if gpt else "swiglu"
         assumed.append(f"no stdlib model has this architecture: {f['activation']} MLPs, heads "
@@ -179,7 +182,7 @@ def _model_fields(row: Run) -> Tuple[Optional[Dict[str, object]], str, List[str]
             assumed.append(f"vocabulary {f['vocab']:,} (the row gives none)")
     elif "vocab" not in f:
         assumed.append(f"vocabulary {f.get('vocab', 0):,} from stdlib.models {name}")
-    return f, name or "", assumed, ""
+    return f, name or "", assumed, ()
 
 
 def _routing(row: Run, fields: Dict[str, object], lent: str) -> Optional[str]:
@@ -239,13 +242,9 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     prec, prec_how = precision_of(row.precision, row.gpu, release_of(row))
     if prec is None:
         return NotExpressible(row, "precision", prec_how)
-    fields, lent, assumed, missing = _model_fields(row)
+    fields, lent, assumed, why_not = _model_fields(row)
     if fields is None:
-        if missing == "model":
-            return NotExpressible(row, "model", f"`{row.model}` is a hybrid Mamba/attention model "
-                                  "(notes); Seer lowers transformer layers only")
-        return NotExpressible(row, missing, f"the row gives no `{missing}` and no stdlib model "
-                              f"is named `{row.model}`")
+        return NotExpressible(row, *why_not)
     routing = _routing(row, fields, lent)
     if routing is not None:
         return NotExpressible(row, "moe_topk", routing)
