@@ -787,7 +787,8 @@ def test_nemo_25_07_mxfp8_rows_gather_their_weights_after_the_step():
     551-554): the distributed optimizer all-gathers the 16-bit weights after the step
     (runs/stacks.py MXFP8_GATHER_AFTER_STEP). So r187, r189 and r193 (25.07, "FP8 alt" on
     GB200) read no gather overlap; the same release's current-scaling row (r188, under FSDP, no
-    such gather), r189 as 25.09 (Megatron-Core 0.14 overlaps it) and r189 in BF16 keep theirs.
+    such gather), r189 as 25.11 (Megatron-Bridge's scripts keep it overlapped) and r189 in BF16
+    keep theirs.
     By hand, r187 (Llama 3 8B, TP 1, PP 1, DP 8) gathers every parameter in 2 bytes after the
     step: embedding and head 2 x 128,256 x 4,096 = 1,050.67 M, 32 layers of 2 x 4,096^2 +
     2 x 4,096 x 1,024 + 3 x 4,096 x 14,336 linear weights and 4 x 4,096 of norms (Seer's count,
@@ -797,7 +798,7 @@ def test_nemo_25_07_mxfp8_rows_gather_their_weights_after_the_step():
     from astral_dsl.seer.forecast import run
 
     rows = [_row("r187"), _row("r189"), _row("r193"), _row("r188"),
-            _row("r189", id="bridge", source_version="NeMo 25.09 container (Megatron-Bridge)"),
+            _row("r189", id="bridge", source_version="NeMo 25.11 container (Megatron-Bridge)"),
             _row("r189", id="bf16", precision="BF16")]
     prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
     assert {i: prepared[i].spec.overlap_param_gather for i in prepared} == {
@@ -817,6 +818,33 @@ def test_nemo_25_07_mxfp8_rows_gather_their_weights_after_the_step():
     assert fc.breakdown["dp_comm"] >= gather
     overlapped = run(p.spec.with_(overlap_param_gather=True), p.gpu, p.net)
     assert fc.iteration_time > overlapped.iteration_time
+
+
+def test_nemo_25_09_mxfp8_twins_gather_their_weights_after_the_step():
+    """NeMo 25.09's rows ran NeMo 2.x's performance scripts (runs/releases.py
+    BRIDGE_SCRIPTS_FROM), and those of nemo_toolkit 2.5.0 and 2.5.3 (scripts/performance/
+    helpers.py, set_precision_configs) still turn `overlap_param_gather` off for every MXFP8 run,
+    whatever Megatron-Core 0.14.0 could overlap: so Llama 3 8B's "FP8 alt" twins on GB200 and
+    B200 (r141, r153: MXFP8, DP 8) gather their 16-bit weights after the optimizer step, exposed,
+    while the same release's current-scaling twins (r140, r152) and NeMo 25.11's MXFP8 twins
+    (r118, r127: Megatron-Bridge's scripts) keep the gather overlapped. The exposed gather is
+    every parameter in 2 bytes (8,030.52 M: test above), over the 8 GPUs' DP group."""
+    from astral_dsl.seer import comm
+    from astral_dsl.seer.forecast import run
+
+    ids = ("r141", "r153", "r140", "r152", "r118", "r127")
+    prepared = {p.row.id: p for p in prepare(parse_table(_csv([_row(i) for i in ids]),
+                                                          "t.csv"))}
+    assert {i: prepared[i].spec.overlap_param_gather for i in ids} == {
+        "r141": False, "r153": False, "r140": True, "r152": True, "r118": True, "r127": True}
+    assert any("25.09's scripts" in a for a in prepared["r141"].expressed.assumed)
+    p = prepared["r141"]
+    fc = run(p.spec, p.gpu, p.net)
+    overlapped = run(p.spec.with_(overlap_param_gather=True), p.gpu, p.net)
+    gather = comm.all_gather(p.net, fc.lowering.groups["dp"], 2 * 8030.52e6)
+    # overlapped, all but the last bucket's share hides behind the first forward
+    assert 0.8 * gather < fc.iteration_time - overlapped.iteration_time <= gather
+    assert fc.breakdown["dp_comm"] >= gather
 
 
 def test_a_row_whose_gpus_need_a_design_too_large_blames_its_gpus(tmp_path, capsys):

@@ -116,10 +116,18 @@ FSDP_NO_FP8_PARAMS = ((25, 4),)
 # as nemo_toolkit 2.4.0 (2025-07-25), requires (distributed/distributed_data_parallel.py 551-554:
 # "MXFP8 param currently does not support DP AG overlap"); its distributed optimizer then
 # all-gathers the 16-bit weights synchronously after the step (optimizer/distrib_optimizer.py
-# step_with_ready_grads). Megatron-Core 0.14.0 overlaps it (distributed_data_parallel.py 570-573)
-# and Megatron-Bridge 0.3.0 keeps the gather overlapped (training/comm_overlap.py,
-# train.py _handle_mxfp8_param_buffer_copy). NeMo 25.04's scripts (2.3.0) have no such setting.
-MXFP8_GATHER_AFTER_STEP = ((25, 7),)
+# step_with_ready_grads). NeMo 25.09's scripts, whose rows ran NeMo 2.x's scripts
+# (BRIDGE_SCRIPTS_FROM), do the same: nemo_toolkit 2.5.0 (wheel of 2025-10-07) and 2.5.3
+# scripts/performance/helpers.py, set_precision_configs, lines 226-235 and 236-245, turn the
+# gather overlap off for every MXFP8 run although Megatron-Core 0.14.0 could overlap it
+# (distributed_data_parallel.py 570-573, param_and_grad_buffer.py 304-319), and its
+# step_with_ready_grads (distrib_optimizer.py 2285-2291) then gathers synchronously. The
+# recommended-config CSV those scripts read is keyed by `dtype` "fp8" for current scaling and
+# MXFP8 alike (helpers.py get_csv_configs), so the two differ by this and the precision alone.
+# Megatron-Bridge (the 25.11 rows on) keeps the gather overlapped (0.2.0rc6 and 0.3.0
+# training/comm_overlap.py, train.py _handle_mxfp8_param_buffer_copy). NeMo 25.04's scripts
+# (2.3.0) have no such setting.
+MXFP8_GATHER_AFTER_STEP = ((25, 7), (25, 9))
 # Before this release the NVIDIA MXFP8 (and NVFP4) rows swizzle each GEMM's block scales before
 # it (`scale_swizzle`): Transformer Engine 2.11.0 and earlier quantise into the compact scale
 # layout and swizzle both operands' scales into cuBLAS's before every block-scaled GEMM

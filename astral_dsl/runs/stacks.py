@@ -213,7 +213,7 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             elif dp > 1:
                 assumed.append("the distributed optimizer with overlapped gradient reduction "
                                + ("and the MXFP8 weights all-gathered in 16 bits after the "
-                                  "optimizer step (NeMo 25.07's scripts: "
+                                  "optimizer step (NeMo 25.07's and 25.09's scripts: "
                                   "reuse_grad_buf_for_mxfp8_param_ag, no gather overlap)"
                                   if gather_after else
                                   "and parameter gathering (the recipes' default)"))
