@@ -115,24 +115,15 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"SwiGLU MLP with the parameters of a 4h one, Shazeer 2020); "
                                  f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
                          "state the FFN width: `ffn = ...`"))
-    moe_only = [k for k in MOE_FIELDS if model.field(k) is not None]
-    if moe_only and not m.experts:
-        verb = "have" if len(moe_only) > 1 else "has"
-        out.append(_warn("W751", f"{name}: {' and '.join(moe_only)} {verb} no effect: it "
-                                 f"declares no `experts` (a dense model)",
-                         where.model_field(moe_only[0]),
-                         "state the routed experts, `experts = ...`, or leave "
-                         + ", ".join(f"`{k}`" for k in moe_only) + " out"))
+    if not m.experts:
+        out.extend(_no_effect(name, where, MOE_FIELDS, "declares no `experts` (a dense model)",
+                              "state the routed experts, `experts = ...`"))
+    if not m.mtp_layers:
+        out.extend(_no_effect(name, where, ("mtp_pattern", "mtp_shared"),
+                              "trains no multi-token prediction depth (`mtp_layers`)",
+                              "state the depths, e.g. `mtp_layers = 2`"))
     # a model's Mamba-2 layers come from `mamba_layers` or its `pattern`'s M; the inner width
     # from `mamba_heads` when stated (then `mamba_expand` is not used)
-    stated = [k for k in ("mtp_pattern", "mtp_shared") if model.field(k) is not None]
-    if stated and not m.mtp_layers:
-        verb = "have" if len(stated) > 1 else "has"
-        out.append(_warn("W751", f"{name}: {' and '.join(stated)} {verb} no effect: it trains "
-                                 f"no multi-token prediction depth (`mtp_layers`)",
-                         where.model_field(stated[0]),
-                         "state the depths, e.g. `mtp_layers = 2`, or leave "
-                         + " and ".join(f"`{k}`" for k in stated) + " out"))
     used = [(k, v) for k, v in MAMBA_DEFAULTS
             if not (k == "mamba_expand" and model.field("mamba_heads") is not None)]
     unstated = [f"{k} = {v}" for k, v in used if model.field(k) is None]
@@ -144,6 +135,17 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"work and memory", span,
                          "state the Mamba-2 layers' dimensions from the model's configuration"))
     return out
+
+
+def _no_effect(name: str, where, fields, lacking: str, hint: str) -> List[Diagnostic]:
+    """W751 at the first of `fields` the model states, which do nothing: it `lacking`."""
+    stated = [k for k in fields if where.model.field(k) is not None]
+    if not stated:
+        return []
+    verb = "have" if len(stated) > 1 else "has"
+    return [_warn("W751", f"{name}: {' and '.join(stated)} {verb} no effect: it {lacking}",
+                  where.model_field(stated[0]),
+                  f"{hint}, or leave " + ", ".join(f"`{k}`" for k in stated) + " out")]
 
 
 # ASSUMED (W752 names them): a hybrid model's Mamba-2 dimensions when it does not state them
