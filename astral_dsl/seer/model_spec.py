@@ -202,7 +202,7 @@ class ModelSpec:
             key = "T", self.experts > 0 and layer >= self.dense_layers
         else:
             key = self.layer_kind(layer), self.is_moe(layer)
-        return key + ("shared",) if self.mtp_shared and self.mtp_repeat(layer) else key
+        return key + ("shared",) if self.mtp_repeat(layer) else key
 
     def kinds(self, first: int, n: int) -> Tuple[Tuple[int, int], ...]:
         """The layers first .. first + n - 1 as (a layer, how many are like it): a layer's
