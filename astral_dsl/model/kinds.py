@@ -218,6 +218,13 @@ _register(make_kind("model", "an LLM architecture", dict(
                       "moe_router_load_balancing_type with a coefficient above 0); default "
                       "none"),
     mtp_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
+    mtp_pattern=FieldSpec(StrType(), doc="a hybrid model's MTP depth as a block of layers, one "
+                          "of M, *, E or - each (Megatron's mtp_hybrid_override_pattern; "
+                          "Nemotron 3.5 Lightning: \"*E\"); not stated: one layer like the "
+                          "model's last"),
+    mtp_shared=FieldSpec(BoolType(), doc="the MTP depths run one set of weights (Megatron-Core's "
+                         "mtp_use_repeated_layer): held, reduced and stepped once, computed per "
+                         "depth"),
     shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
     mamba_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
     attention_layers=_size(limit=MAX_LAYERS, why=_LAYERS),

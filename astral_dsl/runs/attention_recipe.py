@@ -9,9 +9,9 @@ qwen/b200/qwen3_moe.py:313, and of Qwen3 235B-A22B on GB200 at 64 and 256 GPUs, 
 and on B200 at 256 GPUs alone, :463: the 64-GPU B200 fp8mx config, :130, does not call it) and
 perf_recipes/gpt_oss/common.py `_apply_gpt_oss_120b_full_iter_fp8mx_configs` (0.6.0 line 44,
 0.6.2 line 74; called by the GB200 fp8mx config alone, gpt_oss/gb200/gpt_oss.py:239); 0.6.2 also
-for Nemotron 3 Nano in MXFP8 on GB200 (nemotronh/gb200/nemotronh.py:484; 0.6.0's nemotronh
-recipes never set it). DeepSeek-V3's only on B300 and GB300 (deepseek/common.py, off by
-default): no row. No recipe sets NVTE_DPA_FP8_RECIPE (perf_recipes/environment.py and the
+for Nemotron 3 Nano in MXFP8 on GB200 (nemotronh/gb200/nemotronh.py:484) and Nemotron 3.5
+Lightning's (:616; 0.6.0's nemotronh recipes never set it). DeepSeek-V3's only on B300 and
+GB300 (deepseek/common.py, off by default): no row. No recipe sets NVTE_DPA_FP8_RECIPE (perf_recipes/environment.py and the
 recipes' env_vars), which could switch it back to 16 bits.
 
 The code: Megatron-Core 0.18.0 (wheel of 2026-06-23, beside Megatron-Bridge 0.5.0's of 06-22:
@@ -51,6 +51,7 @@ FP8_ATTENTION_ON = (
     ("qwen3235ba22b", "b200", (256,), BOTH),   # qwen/common.py via b200/qwen3_moe.py:463
     ("gptoss120b", "gb200", None, BOTH),       # gpt_oss/common.py via gb200/gpt_oss.py:239
     ("nemotron3nano", "gb200", None, V062),    # nemotronh/gb200/nemotronh.py:484
+    ("nemotron35lightning", "gb200", None, V062),  # nemotronh/gb200/nemotronh.py:616
 )
 
 

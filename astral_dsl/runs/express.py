@@ -33,7 +33,8 @@ MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", 
                 "window_share", "shared_ffn", "mamba_layers", "attention_layers", "pattern",
                 "mamba_state", "mamba_head_dim", "mamba_groups", "mamba_expand", "mamba_chunk",
                 "activation_clamp", "expert_bias", "expert_groups", "group_top_k",
-                "yarn_factor", "mamba_heads", "router_score", "aux_loss", "qk_norm", "nope_every")
+                "yarn_factor", "mamba_heads", "router_score", "aux_loss", "qk_norm", "nope_every",
+                "mtp_layers", "mtp_pattern", "mtp_shared")
 
 
 @records.frozen
@@ -347,7 +348,7 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     src = [system.header(),
            f"site {site} {{ sus = {nsu} x {system.su}, fabric = {system.fabric} }}",
            f"model {model} {{"]
-    src += [f'  {k} = "{v}"' if k == "pattern" else f"  {k} = {_value(v)}"
+    src += [f'  {k} = "{v}"' if k in ("pattern", "mtp_pattern") else f"  {k} = {_value(v)}"
             for k, v in fields.items()]
     src.append("}")
     name = _fresh("run_" + re.sub(r"[^A-Za-z0-9_]", "_", row.id), taken)

@@ -35,7 +35,10 @@ GPTModelProvider (0.3.1 models/gpt_provider.py:185). `te`:
   gpt_oss/b200/gpt_oss.py:42, 78, gb200/gpt_oss.py:203, 239 [0.6.0 202, 238],
   h100/gpt_oss.py:42, 78; nemotronh/gb200/nemotronh.py:424, 474 [329, 380] for Nemotron 3
   Nano's BF16 and MXFP8 configs; `native` only where a recipe passes it, in both: DeepSeek-V4,
-  GLM-5, Nemotron 3 Ultra).
+  GLM-5, Nemotron 3 Ultra). Nemotron 3.5 Lightning's GB200 configs start from Nano's (0.6.0
+  nemotronh/gb200/nemotronh.py:463, 494 `nemotron_3_nano_pretrain_8gpu_gb200_*_config()`; 0.6.2
+  :568, 598 the same and `_build_nemotron_3_nano_gb200_mxfp8()`), so theirs is Nano's `te`;
+  Megatron-Bridge 0.3.1 has no Lightning recipe (its rows before 26.06 are not read).
 The rows before NeMo 25.04 (NeMo 1.x and 2.0-2.2, whose scripts set none) and the papers'
 Megatron-LM keep Seer's generic count: what they ran was not read here."""
 from __future__ import annotations
@@ -53,6 +56,8 @@ SCRIPTS_FROM = (25, 4)
 # row label prefixes as precision.squeezed (module docstring)
 TE_03 = ("llama38b", "llama370b", "llama31405b", "deepseekv3", "qwen330ba3b", "qwen3235ba22b")
 NATIVE_03 = ("gptoss", "nemotron3nano")
+# models whose performance recipes start from one of NATIVE_03's (module docstring)
+PERF_ONLY = ("nemotron35lightning",)
 
 
 def recipe_cross_entropy(label: str, release: Optional[Tuple[int, int]]
@@ -68,7 +73,7 @@ def recipe_cross_entropy(label: str, release: Optional[Tuple[int, int]]
         impl, source = "te", "NeMo 2.x's performance scripts"
     elif label.startswith(TE_03):
         impl, source = "te", bridge
-    elif label.startswith(NATIVE_03) and release >= PERF_RECIPES_FROM:
+    elif label.startswith(NATIVE_03 + PERF_ONLY) and release >= PERF_RECIPES_FROM:
         impl, source = "te", (f"Megatron-Bridge {recipes_of(release)}'s performance recipe, "
                               f"_benchmark_common")
     elif label.startswith(NATIVE_03):

@@ -47,7 +47,7 @@ def model_flops_per_token(spec, causal: bool) -> float:
 
     m = spec.model
     total = 0.0
-    for L, count in m.kinds(0, m.layers + m.mtp_layers):
+    for L, count in m.kinds(0, m.layers + m.mtp_block):
         lin, attn = layer_flops_per_token(spec, L)
         total += count * (lin + (attn / 2 if causal else attn))
     # each MTP depth's eh_proj and logits besides its layer (Megatron-Bridge 0.6.2

@@ -17,13 +17,6 @@ what is cited here):
   patterns are in no code: the recipes read them from the Hugging Face config
   (`AutoBridge.from_hf_pretrained("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16")`, "...-Ultra-
   550B-A55B-BF16").
-- Nemotron 3.5 Lightning's performance recipe is Nemotron 3 Nano's (`HybridModelProvider` with
-  Nano's layers and widths, recipes/nemotronh/h100/nemotron_3_nano.py) with 2 MTP depths
-  repeating one block of an attention and a MoE layer (`mtp_hybrid_override_pattern = "*E"`,
-  `mtp_use_repeated_layer = True`, kept in bf16: perf_recipes/nemotronh/gb200/nemotronh.py
-  `nemotron_3_5_lightning_pretrain_8gpu_gb200_fp8mx_config`; `hf_model_id` names the checkpoint
-  only). Seer's MTP depth is one layer of the model's last layer's kind, with weights of its own
-  (seer/model_spec.py `layer_kind`, seer/params.py).
 - DeepSeek-V4 Flash (models/deepseek/deepseek_v4_bridge.py docstring: "HyperConnectionModule",
   "CompressedSparseAttention / CSAIndexer / Compressor", hash-routed MoE layers with a token ->
   expert table `tid2eid`; its architecture from its Hugging Face config, recipes/deepseek/gb200/
@@ -36,19 +29,13 @@ from astral_dsl.runs.precision import squeezed
 
 _LATENT = ("is a latent MoE: its experts run in a narrower width (`moe_latent_size`) between a "
            "projection down from the hidden width and one back, for which Seer has no "
-           "operator; Megatron-Bridge's recipes also train 2 multi-token-prediction depths "
-           "repeating one hybrid block (Seer's MTP depth is one layer, with weights of its "
-           "own); and no code in reach states its widths or layers (the recipes read them "
-           "from its Hugging Face config)")
+           "operator; and no code in reach states its widths, layers nor the block of the 2 "
+           "multi-token-prediction depths its recipes repeat (they read them from its Hugging "
+           "Face config)")
 # (model label prefixes, as precision.squeezed, with "v3" spelt as "3": the tables' labels), why
 UNMODELLED = (
     (("nemotron3super",), f"Nemotron 3 Super {_LATENT}"),
     (("nemotron3ultra",), f"Nemotron 3 Ultra {_LATENT}"),
-    (("nemotron35lightning",),
-     "Nemotron 3.5 Lightning runs, in Megatron-Bridge's recipe, as Nemotron 3 Nano with 2 "
-     "multi-token-prediction depths of an attention and a MoE layer sharing one set of "
-     "weights (`mtp_hybrid_override_pattern = \"*E\"`, `mtp_use_repeated_layer`): Seer's MTP "
-     "depth is one layer, of the model's last layer's kind, with weights of its own"),
     (("deepseekv4",),
      "DeepSeek-V4's compressed sparse attention (a compressor and an indexer per layer), its "
      "hyper-connections and its hash-routed MoE layers have no operator in Seer, and no code "

@@ -107,7 +107,7 @@ def model_flops(job: JobSpec) -> float:
     the forward (Narayanan et al. 2021, arXiv 2104.04473; docs/seer.md)."""
     m = job.model
     flops = by_shape(job, layer_flops_per_token)
-    per_token = sum(sum(flops(L)) for L in range(m.layers + m.mtp_layers))
+    per_token = sum(sum(flops(L)) for L in range(m.layers + m.mtp_block))
     # the logits, and each MTP depth's again with its eh_proj (2 h -> h), as Megatron-Bridge
     # 0.6.2 counts them (training/utils/flop_utils.py: "MTP norms and proj", "Logit")
     per_token += 2 * m.hidden * m.vocab * (1 + m.mtp_layers) + m.mtp_layers * 4 * m.hidden ** 2
@@ -136,7 +136,7 @@ def hardware_flops(job: JobSpec) -> float:
         up = 2.0 * ((m.q_lora * m.q_width if m.q_lora else 0.0)
                     + m.kv_lora * m.heads * (m.head_dim + m.v_dim))
     flops = by_shape(job, layer_flops_per_token)
-    for L in range(m.layers + m.mtp_layers):
+    for L in range(m.layers + m.mtp_block):
         lin, attn = flops(L)
         if L in whole:
             extra += lin + attn - (fc2 if m.dense_mlp(L) else 0.0)

@@ -145,6 +145,7 @@ def model_spec(inst) -> ModelSpec:
         group_top_k=_int(f("group_top_k"), 0) or 0,
         router_score=str(f("router_score") or "softmax"), aux_loss=str(f("aux_loss") or "none"),
         mtp_layers=_int(f("mtp_layers"), 0) or 0,
+        mtp_pattern=str(f("mtp_pattern") or ""), mtp_shared=f("mtp_shared") is True,
         mamba_layers=_int(f("mamba_layers"), 0) or 0,
         attention_layers=_int(f("attention_layers"), 0) or 0,
         pattern=str(f("pattern") or ""),

@@ -49,7 +49,10 @@ class ModelSpec:
     aux_loss: str = "none"            # none | aux_loss | seq_aux_loss | global_aux_loss
     mtp_layers: int = 0               # multi-token prediction depths trained beside the model
     #                                   (Megatron-Core's mtp_num_layers; DeepSeek-V3: 1), each
-    #                                   a layer like the last one, on the last pipeline stage
+    #                                   a layer like the last one, on the last pipeline stage,
+    mtp_pattern: str = ""             # or a hybrid model's block of layers (M, *, E, -: its
+    #                                   mtp_hybrid_override_pattern; Nemotron 3.5 Lightning: *E)
+    mtp_shared: bool = False          # the depths run one set of weights (mtp_use_repeated_layer)
     # a hybrid model (Nemotron-H): Mamba-2 layers, attention-only layers, and the rest MLP (or
     # MoE) layers, in `pattern`'s order (Megatron's hybrid_override_pattern: M, *, - or E per
     # layer) or evenly interleaved; and the Mamba-2 layers' dimensions
@@ -147,12 +150,33 @@ class ModelSpec:
     def mamba_heads(self) -> float:
         return self.mamba_inner / self.mamba_head
 
+    @property
+    def mtp_depth(self) -> int:
+        """Layers of one MTP depth: its block's (`mtp_pattern`), else one."""
+        return len(self.mtp_pattern) or 1
+
+    @property
+    def mtp_block(self) -> int:
+        """The MTP layers the last chunk holds after the model's: each depth's block, every
+        depth run apart (shared weights or not, a depth's layers run on its own activations)."""
+        return self.mtp_layers * self.mtp_depth
+
+    def mtp_repeat(self, layer: int) -> bool:
+        """Whether `layer` is an MTP layer of a depth after the first whose weights are the
+        first depth's (`mtp_shared`: Megatron-Core's mtp_use_repeated_layer builds one MTP layer
+        and runs it mtp_num_layers times): it computes, but holds no parameters of its own."""
+        return (self.mtp_shared and self.layers + self.mtp_depth <= layer
+                < self.layers + self.mtp_block)
+
     def layer_kind(self, layer: int) -> str:
         """T: a transformer layer (attention, then MLP or MoE); in a hybrid model M (Mamba-2),
-        * (attention), E (MoE) or - (MLP)."""
+        * (attention), E (MoE) or - (MLP). An MTP layer is its depth's block's, or the model's
+        last layer's kind."""
         if not self.hybrid:
             return "T"
-        if self.layers <= layer < self.layers + self.mtp_layers:   # an MTP layer: the last's
+        if self.layers <= layer < self.layers + self.mtp_block:
+            if self.mtp_pattern:
+                return self.mtp_pattern[(layer - self.layers) % self.mtp_depth]
             layer = self.layers - 1
         return hybrid_pattern(self)[layer] if 0 <= layer < self.layers else "-"
 
@@ -171,17 +195,21 @@ class ModelSpec:
         `layer_number % nope_layer_interval == 0` (Llama4Config: every 4th)."""
         return self.nope_every > 0 and (layer + 1) % self.nope_every == 0
 
-    def shape_key(self, layer: int) -> Tuple[str, bool]:
+    def shape_key(self, layer: int) -> tuple:
+        """(kind, MoE or not), and "shared" for a shared MTP depth's layer (mtp_repeat): its
+        parameters are another's."""
         if not (self.pattern or self.mamba_layers):     # not hybrid: layer_kind and is_moe inline
-            return "T", self.experts > 0 and layer >= self.dense_layers
-        return self.layer_kind(layer), self.is_moe(layer)
+            key = "T", self.experts > 0 and layer >= self.dense_layers
+        else:
+            key = self.layer_kind(layer), self.is_moe(layer)
+        return key + ("shared",) if self.mtp_repeat(layer) else key
 
     def kinds(self, first: int, n: int) -> Tuple[Tuple[int, int], ...]:
         """The layers first .. first + n - 1 as (a layer, how many are like it): a layer's
         shape depends only on its kind and whether it is a mixture-of-experts layer (the first
         `dense_layers` are dense), so a per-layer sum over a stage costs a few terms, not one
         per layer (a 5,040-layer model, hundreds of rule candidates)."""
-        if self.hybrid:
+        if self.hybrid or (self.mtp_shared and first + n > self.layers + self.mtp_depth):
             found: dict = {}
             for L in range(first, first + n):
                 key = self.shape_key(L)

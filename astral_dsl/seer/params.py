@@ -13,6 +13,8 @@ def layer_linear_params(job, L: int) -> float:
     rank: the weights of the GEMMs that run in fp8 with Transformer Engine."""
     m, par = job.model, job.parallel
     h, mats = m.hidden, m.mats
+    if m.mtp_repeat(L):          # a shared MTP depth's: the first depth's weights (mtp_params)
+        return 0.0
     kind = m.layer_kind(L)
     if kind == "M":
         return m.mamba_params() / par.tp
@@ -54,7 +56,7 @@ def layer_expert_params(job, L: int) -> float:
     `dp_shard_mod_ep` mesh). With expert tensor parallelism each holds 1/ETP of its EP rank's
     experts (experts.py: fc1 and fc2 split over the expert-TP group)."""
     m, par = job.model, job.parallel
-    if m.layer_kind(L) in ("M", "*") or not m.is_moe(L):
+    if m.layer_kind(L) in ("M", "*") or not m.is_moe(L) or m.mtp_repeat(L):
         return 0.0
     return m.experts * m.mats * m.hidden * m.moe_ffn / (par.ep * par.etp)
 
@@ -63,6 +65,8 @@ def layer_params(job, L: int) -> float:
     """Parameters of layer L held by one rank: its linear layers, the MoE router and the norms
     (4 h)."""
     m = job.model
+    if m.mtp_repeat(L):
+        return 0.0
     router = m.hidden * m.experts if m.is_moe(L) and not job.gate_free else 0.0
     norms = 4 * m.hidden if m.layer_kind(L) == "T" else 2 * m.hidden
     return layer_linear_params(job, L) + router + norms
@@ -90,10 +94,16 @@ def mtp_params(job) -> float:
     """What multi-token prediction adds to the last stage besides its layers (lower_mtp.py):
     each depth's eh_proj (2 h x h, column-parallel) and its three norms (enorm, hnorm,
     final_layernorm), and with pipeline stages the word embedding its input takes (Megatron-Core
-    0.16.0 models/gpt/gpt_model.py: the MTP stage holds the embedding)."""
+    0.16.0 models/gpt/gpt_model.py: the MTP stage holds the embedding). Depths that share their
+    weights (`mtp_shared`) hold one set: Megatron-Core 0.18.0 transformer/
+    multi_token_prediction.py, MultiTokenPredictionBlock._build_layers builds one
+    MultiTokenPredictionLayer (norms, eh_proj and block) under `mtp_use_repeated_layer` and
+    `forward` runs `self.layers[0]` for every depth (0.19.0 and 0.19.2 alike); their gradients
+    accumulate into it, and the optimizer steps it once."""
     m, par = job.model, job.parallel
     depth = 2 * m.hidden * m.hidden / par.tp + 3 * m.hidden
-    return m.mtp_layers * depth + (m.vocab * m.hidden / par.tp if par.pp > 1 else 0.0)
+    held = min(1, m.mtp_layers) if m.mtp_shared else m.mtp_layers
+    return held * depth + (m.vocab * m.hidden / par.tp if par.pp > 1 else 0.0)
 
 
 _COLLECTIVES = {"rs": comm.reduce_scatter, "ag": comm.all_gather, "ar": comm.all_reduce}

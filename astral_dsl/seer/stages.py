@@ -147,11 +147,12 @@ def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
         for i in range(par.pp):
             out[i][c] = (first, split[i][c])
             first += split[i][c]
-    # multi-token prediction's layers (model_spec.ModelSpec.mtp_layers) follow the model's last
-    # layer in the last chunk (Megatron-Core 0.16 builds them on the last pipeline stage with
-    # the loss: models/gpt/gpt_model.py, and Megatron-Bridge's layouts end ["mtp", "loss"])
+    # multi-token prediction's layers (model_spec.ModelSpec.mtp_block: each depth's) follow the
+    # model's last layer in the last chunk (Megatron-Core 0.16 builds them on the last pipeline
+    # stage with the loss: models/gpt/gpt_model.py, and Megatron-Bridge's layouts end ["mtp",
+    # "loss"])
     last = out[par.pp - 1][par.v - 1]
-    out[par.pp - 1][par.v - 1] = (last[0], last[1] + job.model.mtp_layers)
+    out[par.pp - 1][par.v - 1] = (last[0], last[1] + job.model.mtp_block)
     return tuple(tuple(row) for row in out)
 
 
@@ -165,7 +166,7 @@ def full_recompute(job: JobSpec) -> Tuple[int, ...]:
         return ()
     n = job.recompute_layers
     if n is None:
-        return tuple(range(job.model.layers + job.model.mtp_layers))
+        return tuple(range(job.model.layers + job.model.mtp_block))
     return tuple(sorted(L for row in chunk_layers(job) for first, count in row
                         for L in range(first, first + min(n, count))))
 

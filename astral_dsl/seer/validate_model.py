@@ -62,6 +62,35 @@ def shape(spec: JobSpec, where) -> List[Diagnostic]:
                         f"at most `dense_layers = {m.layers}` (the first layers, with a dense "
                         "MLP)"))
     out.extend(validate_moe.expert_groups(spec, where))
+    out.extend(mtp(spec, where))
+    return out
+
+
+def mtp(spec: JobSpec, where) -> List[Diagnostic]:
+    """An MTP depth's block (`mtp_pattern`): E763 for a block Seer cannot build as Megatron-Core
+    does (its hybrid layers only, in a hybrid model: Megatron-Core 0.18.0 models/hybrid/
+    hybrid_model.py passes the pattern to MultiTokenPredictionBlock; a GPT model's depth is one
+    transformer layer)."""
+    m, model, out = spec.model, where.model, []
+    name = f"`{m.name}`"
+    if model.field("mtp_pattern") is None:
+        return out
+    block = m.mtp_pattern
+    if not block or set(block) - set("M*E-"):
+        out.append(_err("E763", f"{name}: the MTP pattern \"{block}\" may only hold M, *, E "
+                                f"and -, at least one", where.model_field("mtp_pattern"),
+                        "one character per layer of a depth: M Mamba-2, * attention, E MoE, "
+                        "- MLP (Nemotron 3.5 Lightning: \"*E\")"))
+    elif not m.hybrid:
+        out.append(_err("E763", f"{name}: an MTP pattern needs a hybrid model (a `pattern` or "
+                                f"`mamba_layers`)", where.model_field("mtp_pattern"),
+                        "a transformer's MTP depth is one layer like its last (Megatron-Core's "
+                        "GPT path): leave `mtp_pattern` out"))
+    elif "E" in block and not m.experts:
+        out.append(_err("E763", f"{name}: the MTP pattern has MoE layers (E) but no `experts`",
+                        where.model_field("mtp_pattern"),
+                        "state the MoE layers' `experts` (and `top_k`), or write their layers "
+                        "as - (MLP)"))
     return out
 
 
@@ -86,14 +115,13 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"SwiGLU MLP with the parameters of a 4h one, Shazeer 2020); "
                                  f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
                          "state the FFN width: `ffn = ...`"))
-    moe_only = [k for k in MOE_FIELDS if model.field(k) is not None]
-    if moe_only and not m.experts:
-        verb = "have" if len(moe_only) > 1 else "has"
-        out.append(_warn("W751", f"{name}: {' and '.join(moe_only)} {verb} no effect: it "
-                                 f"declares no `experts` (a dense model)",
-                         where.model_field(moe_only[0]),
-                         "state the routed experts, `experts = ...`, or leave "
-                         + ", ".join(f"`{k}`" for k in moe_only) + " out"))
+    if not m.experts:
+        out.extend(_no_effect(name, where, MOE_FIELDS, "declares no `experts` (a dense model)",
+                              "state the routed experts, `experts = ...`"))
+    if not m.mtp_layers:
+        out.extend(_no_effect(name, where, ("mtp_pattern", "mtp_shared"),
+                              "trains no multi-token prediction depth (`mtp_layers`)",
+                              "state the depths, e.g. `mtp_layers = 2`"))
     # a model's Mamba-2 layers come from `mamba_layers` or its `pattern`'s M; the inner width
     # from `mamba_heads` when stated (then `mamba_expand` is not used)
     used = [(k, v) for k, v in MAMBA_DEFAULTS
@@ -107,6 +135,17 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"work and memory", span,
                          "state the Mamba-2 layers' dimensions from the model's configuration"))
     return out
+
+
+def _no_effect(name: str, where, fields, lacking: str, hint: str) -> List[Diagnostic]:
+    """W751 at the first of `fields` the model states, which do nothing: it `lacking`."""
+    stated = [k for k in fields if where.model.field(k) is not None]
+    if not stated:
+        return []
+    verb = "have" if len(stated) > 1 else "has"
+    return [_warn("W751", f"{name}: {' and '.join(stated)} {verb} no effect: it {lacking}",
+                  where.model_field(stated[0]),
+                  f"{hint}, or leave " + ", ".join(f"`{k}`" for k in stated) + " out")]
 
 
 # ASSUMED (W752 names them): a hybrid model's Mamba-2 dimensions when it does not state them
@@ -134,6 +173,11 @@ def budget_model(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_err("E762", f"`{m.name}` has {_n(m.layers)} layers: Seer lowers at most "
                                 f"{budget.MAX_LAYERS:,} (its work budget, docs/seer.md)",
                         where.model_field("layers"), _BUDGET_HINT))
+    elif m.layers + m.mtp_block > budget.MAX_LAYERS:
+        field = "mtp_pattern" if m.mtp_pattern else "mtp_layers"
+        out.append(_err("E762", f"`{m.name}` has {_n(m.layers)} layers and {_n(m.mtp_block)} "
+                                f"MTP layers: Seer lowers at most {budget.MAX_LAYERS:,} (its work "
+                                f"budget, docs/seer.md)", where.model_field(field), _BUDGET_HINT))
     for name in ("hidden", "ffn", "vocab", "heads", "kv_heads", "experts", "moe_ffn"):
         value = getattr(m, name)
         stated = where.model.field(name) is not None       # not a default derived from another

@@ -24,7 +24,7 @@ def chunk_counts(fc) -> List[List[int]]:
     """[stage][chunk] -> the model's layers there (the MTP layers the last chunk also holds
     left out: stage_split's `mtp_layers`)."""
     counts = [[n for _, n in row] for row in fc.lowering.chunks]
-    counts[-1][-1] -= fc.job.model.mtp_layers
+    counts[-1][-1] -= fc.job.model.mtp_block
     return counts
 
 
@@ -40,7 +40,7 @@ def stage_split(fc, counts: Optional[List[List[int]]] = None) -> Dict[str, Any]:
             "chunks": counts if job.parallel.v > 1 else None,
             "source": source, "rule": job.framework if source == "derived" else None,
             "embedding_stage": 0, "output_stage": job.parallel.pp - 1,
-            "mtp_layers": job.model.mtp_layers}
+            "mtp_layers": job.model.mtp_block}
 
 
 def runs(xs: Sequence[int]) -> str:
