@@ -96,21 +96,21 @@ def test_an_option_none_forecasts_the_job_as_if_it_did_not_state_the_field(tiny_
 
 def test_a_trace_too_large_names_a_window_that_fits(capsys, tmp_path, monkeypatch):
     """E704 said "choose a smaller --window or a coarser --level" and no more. tiny.astral at
-    --level op: one micro-batch is 1,390 events (1,388 of its blocks, 2 of the iteration's
-    optimizer and gradient reduction), each further one 1,388; with the limit at 4,166 =
-    2 + 3 x 1,388, `--window 0:8` (2 + 8 x 1,388 = 11,106) is refused and 0:3 fits exactly;
+    --level op: one micro-batch is 1,392 events (1,390 of its blocks, 2 of the iteration's
+    optimizer and gradient reduction), each further one 1,390; with the limit at 4,172 =
+    2 + 3 x 1,390, `--window 0:8` (2 + 8 x 1,390 = 11,122) is refused and 0:3 fits exactly;
     --level layer holds the whole window: 2 + 8 x 263 = 2,106."""
     from astral_dsl.outputs.forecast import trace
 
-    monkeypatch.setattr(trace, "MAX_ASKED_EVENTS", 4_166)
+    monkeypatch.setattr(trace, "MAX_ASKED_EVENTS", 4_172)
     out = tmp_path / "t.json"
     code, stdout, err = call(["forecast", str(TINY), "--trace", str(out), "--window", "0:8"],
                              capsys)
     text = stdout + err                   # (the diagnostics go to stdout)
     assert code == 2 and not out.exists()
-    assert "error[E704]: --trace: the trace of --window 0:8 at --level op would hold 11,106" \
+    assert "error[E704]: --trace: the trace of --window 0:8 at --level op would hold 11,122" \
         in text
-    assert ("hint: --window 0:3 holds 4,166 events at --level op; --level layer holds 2,106 "
+    assert ("hint: --window 0:3 holds 4,172 events at --level op; --level layer holds 2,106 "
             "events of the window asked for") in text
 
 

@@ -38,7 +38,7 @@ from astral_dsl.seer.comm_groups import groups, stage_groups
 from astral_dsl.seer.costs import GEMM_STREAMS, Costs
 from astral_dsl.seer.lower_attention import AttentionOps
 from astral_dsl.seer.lower_comm import CommOps
-from astral_dsl.seer.lower_dense import DenseOps
+from astral_dsl.seer.lower_dense import EMBED, HEAD, DenseOps
 from astral_dsl.seer.lower_linear import LinearOps, cast_bytes
 from astral_dsl.seer.lower_mamba import MambaOps
 from astral_dsl.seer.lower_mtp import MtpOps
@@ -362,6 +362,9 @@ class Lowering(AttentionOps, RingOps, DenseOps, MoeOps, MambaOps, MtpOps, Linear
             b.each(reversed(layers), backward, shape, own)
             if embed:
                 self._embed_bwd(b)
+            m = self.job.model
+            self._embed_grad(b, (1 if embed else 0) + (m.mtp_layers if head else 0),
+                             m.gpt and embed and head, EMBED if embed else HEAD)
         for op in b.ops:          # layers counted from the chunk's first: templates are shared
             if op.layer >= 0:
                 op.layer -= first

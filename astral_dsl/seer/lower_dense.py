@@ -110,10 +110,67 @@ class DenseOps:
         self._tp_out(b, pre + "embedding", L, gemm=False)
 
     def _embed_bwd(self, b, pre="", L=EMBED):
+        """One lookup's backward: PyTorch's dense embedding gradient (torch 2.6.0 aten/src/ATen/
+        native/cuda/Embedding.cu, embedding_dense_backward_cuda, both of its paths, and
+        EmbeddingBackwardKernel.cu, embedding_backward_cuda_kernel) zero-fills a gradient of
+        the whole table (`at::zeros({num_weights, ...})`: its vocab/TP x hidden rows written
+        once in the weights' dtype), then sorts the token ids and sums the tokens' gradient
+        rows segment by segment into it (3 passes of the tokens' rows). Megatron-Core's
+        VocabParallelEmbedding (0.14.0-0.16.0 tensor_parallel/layers.py, forward) looks up with
+        F.embedding outside deterministic mode, with `self.weight[masked_input]` in it, whose
+        backward (torch tools/autograd/derivatives.yaml `index.Tensor`: index_backward, an
+        accumulating index_put into new zeros of the weight's size) zero-fills the table
+        alike; torchtitan's and AutoModel's nn.Embedding run F.embedding."""
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         if self.sp:
             self._coll(b, pre + "embedding grad all-gather", "ag", "tp", tokens * h * elem, L)
+        self._ew(b, pre + "embedding grad zero-fill", self._table * elem, L)
         self._ew(b, pre + "embedding bwd", 3 * tokens * h * elem, L)
+
+    @property
+    def _table(self) -> float:
+        """Elements of a rank's embedding table: vocab/TP rows (Megatron-Core's vocab-parallel
+        rows; torchtitan's RowwiseParallel `tok_embeddings`) of hidden."""
+        return self.job.model.vocab / self.tp * self.job.model.hidden
+
+    def _embed_grad(self, b, lookups: int, tied: bool, L):
+        """After a stage's `lookups` embedding backwards (_embed_bwd) of one table, each of a
+        whole-table dense gradient: autograd sums the gradients of a tensor used more than once
+        before its AccumulateGrad (torch 2.6.0 torch/csrc/autograd/input_buffer.cpp,
+        InputBuffer::add: read two, write one), one add per further lookup and one for a tied
+        output layer's weight gradient on the stage. Then the framework takes the sum every
+        micro-batch: Megatron-Core's DDP backward post-hook (0.14.0-0.16.0 distributed/
+        distributed_data_parallel.py, _make_backward_post_hook: `param.main_grad.add_(param.
+        grad.data)`, the embedding having no gradient-accumulation fusion: a read of the 16-bit
+        gradient and a read-modify-write of the grad_bytes main gradient), Megatron FSDP's copy
+        into its main gradient (lower_linear._grad_copy); PyTorch FSDP2 reduce-scatters it (its
+        reduce-scatter priced as the layers' gradients': not here) and adds the shard, 1/DP of
+        the table in the gradient dtype, into `param.grad` (torch 2.6.0 distributed/fsdp/
+        _fully_shard/_fsdp_collectives.py, foreach_reduce: `sharded_param.grad._local_tensor +=
+        new_sharded_grad`), or without sharding AccumulateGrad adds the whole table (torch/csrc/
+        autograd/functions/accumulate_grad.h: `variable_grad += new_grad`)."""
+        if lookups <= 0:
+            return
+        elem, gb, table = self.elem, self.job.grad_bytes, self._table
+        adds = lookups - 1 + (1 if tied else 0)
+        if tied and self.job.framework == "megatron":
+            # one stage holding the embedding and the output layer: Megatron-Core marks the
+            # shared weight `zero_out_wgrad` (0.16.0 models/common/language_module/
+            # language_module.py, setup_embeddings_and_output_layer, pipeline size 1), so the
+            # output layer's weight gradient, fused into the main gradient, hands autograd a
+            # zero-filled dummy of the table (tensor_parallel/layers.py,
+            # LinearWithGradAccumulationAndAsyncCommunication.backward: TE's get_dummy_wgrad
+            # with zero=True, else torch.zeros) that the embedding's gradient is added to
+            self._ew(b, "output weight dummy grad zero-fill", table * elem, L)
+        if adds:
+            self._ew(b, "embedding grad sum", adds * 3 * table * elem, L, kernels=adds)
+        if self.job.framework != "megatron":
+            shard = self.job.parallel.dp if self.job.parallel.zero >= 3 else 1
+            self._ew(b, "embedding grad accumulate", 3 * gb * table / shard, L)
+        elif self.grad_copy:
+            self._grad_copy(b, "embedding", table, L)
+        else:
+            self._ew(b, "embedding grad accumulate", (elem + 2 * gb) * table, L)
 
     def _head_fwd(self, b, pre=""):
         m, elem, tokens = self.job.model, self.elem, self.tokens
