@@ -242,6 +242,24 @@ def test_another_json_rpc_version_and_a_method_not_a_string_are_invalid_requests
     assert "Traceback" not in log, log
 
 
+def test_a_request_after_shutdown_is_invalid_request(tmp_path):
+    """LSP: a request after `shutdown` is answered InvalidRequest. pygls dropped it ("No more
+    requests!" in the log), and the client waited for its answer for good; `exit` still ends
+    the server."""
+    hover = {"jsonrpc": "2.0", "id": 11, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": (tmp_path / "a.astral").as_uri()},
+        "position": {"line": 0, "character": 0}}}
+    answers, log = _session(tmp_path, json.dumps({"jsonrpc": "2.0", "id": 10,
+                                                  "method": "shutdown"}).encode(),
+                            json.dumps(hover).encode())
+    assert [(a["id"], a.get("error", {}).get("message")) for a in answers] == [
+        (1, None), (10, None),
+        (11, "textDocument/hover: the server is shut down: send `exit`"),
+        (99, "shutdown: the server is shut down: send `exit`")]
+    assert all(a["error"]["code"] == -32600 for a in answers[2:])
+    assert "Traceback" not in log, log
+
+
 def test_a_request_before_initialize_is_server_not_initialized(tmp_path):
     """A hover before `initialize` was an InternalError naming pygls's RuntimeError ("The
     workspace is not available"), with a traceback in the log; LSP answers it

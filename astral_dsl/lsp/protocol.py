@@ -82,6 +82,14 @@ class AstralProtocol(LanguageServerProtocol):
             else:
                 log.warning("%s before `initialize`, dropped", method)
             return
+        if self._shutdown and method not in (None, lsp.EXIT) and \
+                getattr(message, "id", None) is not None:
+            # LSP: a request after `shutdown` is answered InvalidRequest; pygls dropped it,
+            # and its client waited for the answer for good
+            self._send_response(message.id, error=lsp.ResponseError(
+                code=lsp.ErrorCodes.InvalidRequest,
+                message=f"{method}: the server is shut down: send `exit`"))
+            return
         super().handle_message(message)
 
     def invalid(self, msg_id, problem: str, code: int = lsp.ErrorCodes.InvalidRequest) -> None:
