@@ -146,8 +146,8 @@ def _reader_gone(stdout) -> bool:
     head -1`, raised by a write that bypassed _PipeSafe, to its binary buffer): the command's
     output was cut where the reader wanted it, exit 0. Any other pipe's (the input of a `dot`
     that stopped reading: `astral render` exited 0, writing nothing and saying nothing) is not.
-    A pipe whose reader is gone polls as POLLERR (Linux); where poll says nothing of it, or
-    there is no poll, taken as standard output's, as before."""
+    A pipe whose reader is gone polls as POLLERR, a socket whose peer closed as POLLHUP (Linux);
+    where poll says nothing of it, or there is no poll, taken as standard output's, as before."""
     import select
     import stat
 
@@ -155,13 +155,14 @@ def _reader_gone(stdout) -> bool:
         return True
     try:
         fd = stdout.fileno()
-        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
             return False        # a file, a terminal, /dev/null: no reader to lose
         poller = select.poll()
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         return True
     poller.register(fd, 0)
-    if any(events & select.POLLERR for _, events in poller.poll(0)):
+    if any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
         return True
     return not sys.platform.startswith("linux")
 
