@@ -794,3 +794,32 @@ def test_a_dot_that_stops_reading_its_input_is_said(monkeypatch):
     monkeypatch.setattr(graphviz.Digraph, "pipe", stopped)
     with pytest.raises(RuntimeError, match="`dot` stopped reading the DOT text astral drew"):
         render.layout(graphviz.Digraph(), "svg")
+
+
+def test_an_option_given_an_empty_value_is_a_usage_error(tmp_path):
+    """`--cluster "$SCHEDULER"` with SCHEDULER unset ran the search on this machine's cores, in
+    silence; an empty --gpus split the job's own count, --life took 4 years, --order the
+    job's, --window every micro-batch, --x a plot "needs --x COLUMN", and --by-source was
+    looked up as a table (`--by-source : no table of that name`). Each says its value is
+    empty now, as an empty --job or path does, before any work."""
+    design = str(REPO / "examples" / "explore.astral")
+    observed = tmp_path / "log.csv"
+    observed.write_text("rank,iteration,phase,start_s,duration_s\n0,1,forward,0,1\n")
+    table = str(REPO / "astral_dsl" / "seer" / "calibration" / "a100.csv")
+    for args, said in (
+            (["search", design, "--cluster", ""], "--cluster: the value is empty: it names no "
+             "scheduler (leave --cluster out to run on this machine)"),
+            (["search", design, "--gpus="], "--gpus: the value is empty: it gives no GPU count"),
+            (["search", design, "--life", ""],
+             "--life: the value is empty: it gives no write-off period"),
+            (["diagnose", design, "--observed", observed, "--order", ""],
+             "--order: the value is empty: it gives no rank order"),
+            (["forecast", design, "--trace", "t.json", "--window", ""],
+             "--window: the value is empty: it gives no micro-batches"),
+            (["sweep", design, "--grid", "n=1,2", "--plot", "p.png", "--x", "", "--y", "gpus"],
+             "--x: the value is empty: it names no column"),
+            (["calibrate", table, "--by-source", ""],
+             "--by-source: the value is empty: it names no table")):
+        p = astral(*args, cwd=tmp_path)
+        assert (p.returncode, p.stderr) == (2, f"astral: error: {said}\n"), (args, p.stderr)
+        assert sorted(f.name for f in tmp_path.iterdir()) == ["log.csv"], args
