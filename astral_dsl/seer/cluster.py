@@ -173,7 +173,7 @@ def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]
         p = nic.field("protocol")
         protocol = getattr(p, "name", protocol)
     spec = gpu_spec(gpu, host, cache)
-    unlike = _unlike(pairs, gpu, spec, None if n_rack is not None else (ranks or gpus), cache)
+    unlike = _unlike(pairs, gpu, None if n_rack is not None else (ranks or gpus), cache)
     net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol,
                   domain_note + pxn_note, worst, cut)
     healthy = None
@@ -185,12 +185,13 @@ def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]
     return Cluster(spec, net, gpus, hosts, name, healthy, damaged, per_rack, unlike)
 
 
-def _unlike(pairs, first, spec: GpuSpec, ranks: Optional[int], cache: dict):
+def _unlike(pairs, first, ranks: Optional[int], cache: dict):
     """The job's GPUs (the first `ranks` of its placement; None: all of them, as with
     `hosts_per_rack`, whose hosts are the first of each rack) whose figures Seer reads differ
-    from the first GPU's, by which every rank is priced: (count, spec) per distinct figures. A
-    design of two kinds of GPU, or a scenario that sets a field of some of them (`power`, a
-    cap), had its forecast priced as the first GPU alone, and said nothing."""
+    from the first GPU's, by which every rank is priced: (count, spec) per distinct figures (the
+    GPUs' own, their hosts' NVLink and memory aside). A design of two kinds of GPU, or a
+    scenario that sets a field of some of them (`power`, a cap), had its forecast priced as the
+    first GPU alone, and said nothing."""
     placed = concat([group_of(inst, ("gpu",), cache).repeat(c) for c, inst in pairs])
     used = placed.slice(0, ranks) if ranks is not None else placed
     mine, out = attrs.evolve(gpu_spec(first), name=""), {}
