@@ -17,9 +17,21 @@ import stat
 FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
+def no_nul(path) -> None:
+    """OSError (EINVAL) for a path that holds a NUL, which no file's path can: the operating
+    system's calls refuse it with ValueError ("embedded null byte"), which no reader or writer
+    of a file expects (a Python caller's `astral_dsl.load("a\\0b")` met it as a traceback)."""
+    text = os.fspath(path)
+    if ("\0" if isinstance(text, str) else b"\0") in text:
+        raise OSError(errno.EINVAL, "the path holds a NUL character, which no file's path can",
+                      os.fsdecode(text).replace("\0", "\\0"))
+
+
 def open_regular(path) -> int:
     """A descriptor of `path` opened for reading, if it is a regular file (the caller closes
-    it); IsADirectoryError for a directory, OSError (EINVAL) for a FIFO, device or socket."""
+    it); IsADirectoryError for a directory, OSError (EINVAL) for a FIFO, device or socket, or
+    a path with a NUL in it (no_nul)."""
+    no_nul(path)
     fd = os.open(path, FLAGS)
     try:
         mode = os.fstat(fd).st_mode
@@ -61,6 +73,7 @@ def output(path) -> int:
     FIFO blocked until one did)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NONBLOCK", 0) | \
         getattr(os, "O_CLOEXEC", 0)
+    no_nul(path)
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as exc:

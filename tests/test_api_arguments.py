@@ -165,3 +165,29 @@ def test_a_report_to_an_empty_path_is_a_value_error(ws, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="^output: the path is empty: it names no file$"):
         astral_dsl.report(ws, "")
     assert list(tmp_path.iterdir()) == []
+
+
+NUL = "the path holds a NUL character, which no file's path can"
+
+
+def test_a_path_with_a_nul_is_the_diagnostic_of_a_file_that_cannot_be_read(ws, tmp_path):
+    """No file's path holds a NUL: the operating system's calls refuse one with ValueError
+    ("embedded null byte"), which came out of load, compile, check, size, margins, diff,
+    score_runs and report as a traceback from posixpath (and diagnosis said "no such file or
+    directory"). Now each says it where it says why a file cannot be read: E100 (a design),
+    E766 (a runs table), E780 (observed data), OSError naming the output (report)."""
+    bad = str(tmp_path / "a\0b.astral")
+    for result in (astral_dsl.load(bad), astral_dsl.check(bad).design, astral_dsl.margins(bad),
+                   astral_dsl.size(bad).checked.design):
+        (d,) = result.diagnostics
+        assert (d.code, d.message) == ("E100", f"cannot read `{bad}`: {NUL}"), d
+    assert astral_dsl.diff(bad, POD).a.errors == 1
+    (d,) = astral_dsl.score_runs(bad).diagnostics
+    assert d.code == "E766" and NUL in d.message, d
+    with pytest.raises(DiagnoseError) as info:
+        astral_dsl.diagnosis(ws, bad)
+    assert [(d.code, d.message) for d in info.value.diagnostics] == [("E780", NUL)]
+    with pytest.raises(OSError, match=NUL) as written:
+        astral_dsl.report(ws, bad)
+    assert written.value.filename == bad
+    assert list(tmp_path.iterdir()) == []

@@ -748,3 +748,78 @@ def test_an_empty_job_or_scenario_name_is_a_usage_error(tmp_path):
             2, f"astral: error: {flag}: the name is empty: it names no {what}\n"), \
             (args, p.stderr)
         assert sorted(f.name for f in tmp_path.iterdir()) == ["log.csv"], args
+
+
+def test_a_broken_pipe_that_is_not_standard_outputs_is_an_internal_error(tmp_path, monkeypatch,
+                                                                          capfd):
+    """Every BrokenPipeError that reached the command line was taken for its output's reader
+    gone (`astral export x | head`): exit 0, silently. One of another pipe (`astral render`
+    writing its DOT text to a `dot` that stopped reading) left no picture, no word and exit 0.
+    Now only standard output's is (its reader gone: a pipe that polls POLLERR); any other is an
+    internal error (E000, exit 3)."""
+    import os
+
+    import astral_dsl.cli as cli
+    import astral_dsl.cli.check as check
+
+    def broken(args, overrides):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(check, "run", broken)
+    assert cli.main(["check", str(REPO / "examples" / "tutorial_rack.astral")]) == 3
+    assert "error[E000]: internal compiler error: BrokenPipeError" in capfd.readouterr().err
+    # standard output's own: a pipe whose reader is gone, still the verdict (as above)
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = _process(["export", _design(tmp_path)], stdout=write)
+    finally:
+        os.close(write)
+    assert (p.returncode, p.stderr) == (0, b"")
+    assert not cli._reader_gone(open(os.devnull, "w"))
+
+
+def test_a_dot_that_stops_reading_its_input_is_said(monkeypatch):
+    """graphviz's pipe raises BrokenPipeError when `dot` exits before reading all of the DOT
+    text: the refusal of what astral drew (an internal error), as a syntax error `dot` names."""
+    import graphviz
+    import pytest
+
+    from astral_dsl.outputs import render
+
+    def stopped(self, *args, **kwargs):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(render, "dot_available", lambda: True)
+    monkeypatch.setattr(graphviz.Digraph, "pipe", stopped)
+    with pytest.raises(RuntimeError, match="`dot` stopped reading the DOT text astral drew"):
+        render.layout(graphviz.Digraph(), "svg")
+
+
+def test_an_option_given_an_empty_value_is_a_usage_error(tmp_path):
+    """`--cluster "$SCHEDULER"` with SCHEDULER unset ran the search on this machine's cores, in
+    silence; an empty --gpus split the job's own count, --life took 4 years, --order the
+    job's, --window every micro-batch, --x a plot "needs --x COLUMN", and --by-source was
+    looked up as a table (`--by-source : no table of that name`). Each says its value is
+    empty now, as an empty --job or path does, before any work."""
+    design = str(REPO / "examples" / "explore.astral")
+    observed = tmp_path / "log.csv"
+    observed.write_text("rank,iteration,phase,start_s,duration_s\n0,1,forward,0,1\n")
+    table = str(REPO / "astral_dsl" / "seer" / "calibration" / "a100.csv")
+    for args, said in (
+            (["search", design, "--cluster", ""], "--cluster: the value is empty: it names no "
+             "scheduler (leave --cluster out to run on this machine)"),
+            (["search", design, "--gpus="], "--gpus: the value is empty: it gives no GPU count"),
+            (["search", design, "--life", ""],
+             "--life: the value is empty: it gives no write-off period"),
+            (["diagnose", design, "--observed", observed, "--order", ""],
+             "--order: the value is empty: it gives no rank order"),
+            (["forecast", design, "--trace", "t.json", "--window", ""],
+             "--window: the value is empty: it gives no micro-batches"),
+            (["sweep", design, "--grid", "n=1,2", "--plot", "p.png", "--x", "", "--y", "gpus"],
+             "--x: the value is empty: it names no column"),
+            (["calibrate", table, "--by-source", ""],
+             "--by-source: the value is empty: it names no table")):
+        p = astral(*args, cwd=tmp_path)
+        assert (p.returncode, p.stderr) == (2, f"astral: error: {said}\n"), (args, p.stderr)
+        assert sorted(f.name for f in tmp_path.iterdir()) == ["log.csv"], args

@@ -381,6 +381,22 @@ def test_a_revision_names_the_projects_files_as_the_work_tree_does(repo):
             "lib warns" in c["after"]["message"]] == ["lib/parts.astral"]
 
 
+def test_a_revision_against_its_own_work_tree_accepts_the_same_warnings(repo):
+    """The warnings an `allow` accepts were named by the revision's temporary directory, not
+    as `REV:path`: a file against its own HEAD showed each as removed and added again (the
+    shipped examples/single_pod.astral against HEAD: "12 difference(s)")."""
+    main = repo / "designs" / "main.astral"
+    main.write_text('allow W626 "no feeders yet"\n' + MAIN, encoding="utf-8")
+    _git(repo, "commit", "-q", "-am", "an allow")
+    proc = astral("diff", "HEAD:designs/main.astral", "designs/main.astral", "--format", "json",
+                  cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["changes"] == {}, doc["changes"]
+    proc = astral("check", "designs/main.astral", cwd=repo)
+    assert "W626" in proc.stdout and "accepted by allow" in proc.stdout, proc.stdout
+
+
 def test_revision_paths_from_a_subdirectory_and_in_diagnostics(repo):
     (repo / "designs" / "main.astral").write_text(
         MAIN.replace("servers = 4", "servers = 5").replace(

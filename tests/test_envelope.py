@@ -158,6 +158,17 @@ def test_a_gpu_no_run_had_is_outside_with_the_widest_band_widened():
         (-0.30, SHIPPED_OUTSIDE[1]), abs=1e-12)
 
 
+def test_a_widened_band_stays_a_band_a_time_can_have():
+    """A fit whose every-run band is -99/+1000 % (the widest a fit file may hold) was widened
+    to -198/+2000 % outside its envelope: a true time below zero. A widened band's low end is
+    at most -99 % (the true time 1 % of the forecast) and its high end +1000 %, the bounds of a
+    fit's bands (calibration.BAND_BOUNDS)."""
+    wild = dict(CHECKED, **{"*": _band(-0.99, 10.0, 15)})
+    env = envelope(_spec(), "B300", calibration(wild))
+    assert not env.inside and env.band == pytest.approx((-0.99, 10.0), abs=1e-12)
+    assert env.text() == "-99/+1000 %"
+
+
 def test_a_fit_of_a100_runs_only_does_not_narrow_a_hopper_forecast():
     """A fit on 14 A100 runs (every-run band -4.64/+5.89 %) knows nothing of an H100 job: its
     band stays the documented -20/+24 %, not 2 x that spread (-9/+12 %)."""

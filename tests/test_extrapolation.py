@@ -157,6 +157,9 @@ def test_an_older_fit_without_ranges_is_unknown_never_inside(lab, capsys):
 @pytest.mark.parametrize("ranges,why", [
     ({"gpu": [1, 8]}, "ranges['gpu'] is no dimension Seer checks"),
     ({"gpus": [8, 1]}, "ranges['gpus'] = [8, 1] is not a range"),
+    # 1e300 GPUs was read, and W759 said "checked 1,000,...,000" with 301 digits
+    ({"gpus": [8, 1e300]}, "ranges['gpus'] = [8, 1e+300] is not a range 0 <= lowest <= highest "
+                           "<= 2^53 (a count of the runs fitted)"),
     ({"gpus": 8}, "ranges['gpus'] is not [lowest, highest]"),
     ([], "`ranges` is not an object"),
 ])

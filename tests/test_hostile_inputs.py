@@ -403,3 +403,28 @@ def test_an_import_of_a_name_past_the_file_system_s_limit_is_e100(tmp_path):
         assert " --> " in proc.stdout and "main.astral:1:8" in proc.stdout
         assert "= hint: a module's path names a .astral file: check the import's names" in \
             proc.stdout
+
+
+def test_a_suspect_of_a_long_name_is_cut_in_the_picture(tmp_path):
+    """A diagnosis's `path` and `kind` are any text: a suspect named by 20,000 characters went
+    whole into the legend ("not in this picture: ..."), a label `dot` refused (E000), and at
+    60,000 `dot` stopped reading its input, which the command took for its own reader gone:
+    exit 0, nothing written, nothing said. Its label is cut now (SUSPECT_CHARS)."""
+    import json
+
+    from astral_dsl.outputs.render.context import SUSPECT_CHARS
+
+    for suspect in ({"kind": "gpu", "path": "x." * 10_000},
+                    {"kind": "gpu", "path": "x." * 30_000},
+                    {"kind": "k" * 60_000, "path": "Tutorial.racks[0].hosts[0].gpus[3]"}):
+        doc, out = tmp_path / "diagnosis.json", tmp_path / "x.svg"
+        doc.write_text(json.dumps({"suspects": [suspect]}))
+        proc = astral("render", str(TUTORIAL), "--view", "rack", "-o", str(out),
+                      "--highlight", str(doc), "--color", "never")
+        _no_internal_error(proc)
+        assert proc.returncode == 0 and "suspect(s) drawn" in proc.stdout, proc.stderr
+        svg = out.read_text(encoding="utf-8")
+        if "0 of 1 suspect(s) drawn" in proc.stdout:        # named in the legend, cut
+            assert "not in this picture: suspect 1: gpu x.x.x." in svg
+        assert "x." * SUSPECT_CHARS not in svg and "k" * SUSPECT_CHARS not in svg
+        out.unlink()

@@ -220,6 +220,46 @@ def test_a_message_that_is_no_json_rpc_message_is_answered_as_json_rpc_says(tmp_
     assert "Traceback" not in log and "notification was not handled" not in log, log
 
 
+def test_another_json_rpc_version_and_a_method_not_a_string_are_invalid_requests(tmp_path):
+    """`"jsonrpc": "1.0"` was dropped without a word (the client waited for its answer for
+    good), and a method that is a number was answered InternalError with pygls's TypeError
+    ("can only concatenate str (not \"int\") to str"); each is InvalidRequest now, answered
+    with its id."""
+    bodies = [json.dumps({"jsonrpc": "1.0", "id": 3, "method": "shutdown"}).encode(),
+              json.dumps({"jsonrpc": 2, "id": 4, "method": "shutdown"}).encode(),
+              json.dumps({"jsonrpc": "2.0", "id": 5, "method": 5, "params": {}}).encode(),
+              json.dumps({"jsonrpc": "2.0", "id": 6, "method": None}).encode()]
+    answers, log = _session(tmp_path, *bodies)
+    assert [(a["id"], a["error"]["code"], a["error"]["message"]) for a in answers
+            if "error" in a] == [
+        (3, -32600, 'invalid request: a message is a JSON object with `"jsonrpc": "2.0"`, not '
+                    '"1.0"'),
+        (4, -32600, 'invalid request: a message is a JSON object with `"jsonrpc": "2.0"`, not '
+                    '2'),
+        (5, -32600, "invalid request: a method is a string, not a number"),
+        (6, -32600, "invalid request: a method is a string, not null")]
+    assert [a["id"] for a in answers if "result" in a] == [1, 99]
+    assert "Traceback" not in log, log
+
+
+def test_a_request_after_shutdown_is_invalid_request(tmp_path):
+    """LSP: a request after `shutdown` is answered InvalidRequest. pygls dropped it ("No more
+    requests!" in the log), and the client waited for its answer for good; `exit` still ends
+    the server."""
+    hover = {"jsonrpc": "2.0", "id": 11, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": (tmp_path / "a.astral").as_uri()},
+        "position": {"line": 0, "character": 0}}}
+    answers, log = _session(tmp_path, json.dumps({"jsonrpc": "2.0", "id": 10,
+                                                  "method": "shutdown"}).encode(),
+                            json.dumps(hover).encode())
+    assert [(a["id"], a.get("error", {}).get("message")) for a in answers] == [
+        (1, None), (10, None),
+        (11, "textDocument/hover: the server is shut down: send `exit`"),
+        (99, "shutdown: the server is shut down: send `exit`")]
+    assert all(a["error"]["code"] == -32600 for a in answers[2:])
+    assert "Traceback" not in log, log
+
+
 def test_a_request_before_initialize_is_server_not_initialized(tmp_path):
     """A hover before `initialize` was an InternalError naming pygls's RuntimeError ("The
     workspace is not available"), with a traceback in the log; LSP answers it

@@ -212,6 +212,28 @@ def test_a_document_whose_path_a_uri_quotes_is_analysed_and_answered(server):
     assert "G" in r["result"]["contents"]["value"], r
 
 
+def test_a_document_whose_uri_holds_a_nul_is_a_text_of_its_own_and_harms_no_other(server):
+    """`%00` in a file URI: no file can have that path, and each resolve or stat of it raised
+    ValueError. Before, the document was E000 ("embedded null byte"), and while it stayed open
+    every other document's analysis was E000 too ("the analysis worker ended": the worker read
+    the open documents' paths before its own try) and each later open or save logged "a
+    notification was not handled". Now it is analysed as an unsaved text is, and the others
+    as if it were not there."""
+    client, root = server
+    nul = root.as_uri() + "/a%00b.astral"
+    before = len(client.notes)
+    client.open(nul, SMALL.replace("700 W", "700 kg"))
+    assert [d["code"] for d in client.published(nul)] == ["E304"]      # 700 kg: not a power
+    other = (root / "main.astral").as_uri()
+    client.open(other, SMALL.replace("700 W", "7 kg"))
+    assert [d["code"] for d in client.published(other)] == ["E304"]
+    r = client.request("textDocument/hover", _hover(nul))
+    assert "G" in r["result"]["contents"]["value"], r
+    logged = [n["params"]["message"] for n in client.notes[before:]
+              if n.get("method") == "window/logMessage"]
+    assert not any("not handled" in m for m in logged), logged
+
+
 def test_a_change_of_a_document_never_opened_is_no_error_popup(server):
     """A client that breaks the protocol: a didChange of a document it never opened. pygls
     raised KeyError, shown in the editor as "Error in server: KeyError". A change of the whole

@@ -45,3 +45,32 @@ def test_the_power_views_rack_node_is_cut_and_its_tooltip_holds_the_name(checked
     # "1 x rack " (9 characters) + 86 of the name + "…": 96 characters
     assert "<B>1 x rack " + LONG[:86] + "…</B>" in node
     assert re.search(r'tooltip="rack Tutorial\.racks\[0\]\\n1 x rack ' + LONG + '"', node)
+
+
+def test_a_name_past_dots_longest_string_is_cut_in_the_tooltips_and_drawn():
+    """Graphviz's lexer refuses a quoted string past 16,384 characters: a site named by 20,000
+    characters went whole into the tooltips, and every view was E000 (`dot` rejected the DOT
+    text; at 60,000 it stopped reading it). A plain attribute is cut to MAX_QUOTED characters
+    as quoted, escapes whole, with an ellipsis."""
+    import graphviz
+
+    from astral_dsl.outputs.render import layout
+    from astral_dsl.outputs.render.labels import MAX_QUOTED, dot_tooltip
+
+    long = "N" * 20_000
+    text = (REPO / "examples" / "tutorial_rack.astral").read_text()
+    ws = astral_dsl.compiles(text.replace("Tutorial", long), name="examples/long.astral",
+                             root="examples")
+    checked = astral_dsl.check(ws)
+    for view in VIEWS:
+        drawing = render(checked.design, view, None, None, checked)
+        assert layout(drawing, "svg").startswith(b"<?xml")
+    # escapes are kept whole: a backslash is four bytes, `&` five, a quote two as quoted, é two
+    for unit in ("\\", "&", '"', "é", "ab\ncd"):
+        tip = dot_tooltip(unit * 40_000)
+        quoted = graphviz.quoting.quote(tip)
+        assert len(quoted.encode()) <= MAX_QUOTED + 8 and tip.endswith("…"), (unit, len(quoted))
+        g = graphviz.Digraph()
+        g.node("a", tooltip=tip)
+        assert layout(g, "svg").startswith(b"<?xml")
+    assert dot_tooltip("a\\b & c") == "a\\\\\\\\b &amp; c"          # as before, when short

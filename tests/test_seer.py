@@ -545,6 +545,15 @@ def test_plot_names_every_stage_at_64_stages():
      "line 2: time_us `3.7e9` is more than an hour"),
     (b"\xff\xfe\x00", "not a UTF-8 CSV table"),
     ("fifo", "not a regular file"),
+    # a header without `operator` (or `shape`), a dtype no operator has, an empty file: each
+    # row priced nothing, and the forecast said only that no row named an operator (W751)
+    ("op,shape,dtype,time\nqkv,8192x3072x8192,bf16,0.001\n",
+     "line 1: no `operator` column (the header names `op`, `shape`, `dtype`, `time`)"),
+    ("operator,dims,time\nqkv,8192x3072x8192,0.001\n", "line 1: no `shape` column"),
+    ("operator,shape,dtype,time\nqkv,8192x3072x8192,BF16,0.001\n",
+     "line 2: dtype `BF16` is none of the operators' input dtypes (bf16, fp16, fp32, fp8, "
+     "fp8_block, mxfp8, nvfp4)"),
+    ("", "the table is empty: its first line names the columns"),
 ])
 def test_a_bad_operator_table_is_a_usage_error_with_its_line(tmp_path, text, message):
     path = tmp_path / "ops.csv"

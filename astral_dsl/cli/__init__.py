@@ -105,6 +105,7 @@ class _PipeSafe:
     def __init__(self, stream):
         self.stream = stream
         self.written = False        # anything written (a usage error's JSON then adds none)
+        self.gone = False           # its reader closed the pipe (_reader_gone)
 
     def write(self, text: str) -> int:
         self.written = self.written or bool(text)
@@ -126,6 +127,7 @@ class _PipeSafe:
 
     def _closed(self) -> None:
         # /dev/null on the descriptor: the buffered rest and every later write go there
+        self.gone = True
         try:
             null = os.open(os.devnull, os.O_WRONLY)
             try:
@@ -137,6 +139,32 @@ class _PipeSafe:
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
+
+
+def _reader_gone(stdout) -> bool:
+    """Whether a BrokenPipeError is standard output's, its reader gone (`astral export x |
+    head -1`, raised by a write that bypassed _PipeSafe, to its binary buffer): the command's
+    output was cut where the reader wanted it, exit 0. Any other pipe's (the input of a `dot`
+    that stopped reading: `astral render` exited 0, writing nothing and saying nothing) is not.
+    A pipe whose reader is gone polls as POLLERR, a socket whose peer closed as POLLHUP (Linux);
+    where poll says nothing of it, or there is no poll, taken as standard output's, as before."""
+    import select
+    import stat
+
+    if getattr(stdout, "gone", False):
+        return True
+    try:
+        fd = stdout.fileno()
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return False        # a file, a terminal, /dev/null: no reader to lose
+        poller = select.poll()
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return True
+    poller.register(fd, 0)
+    if any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
+        return True
+    return not sys.platform.startswith("linux")
 
 
 def _closed_streams() -> None:
@@ -285,8 +313,11 @@ def _main(argv: Optional[List[str]]) -> int:
         return code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return EXIT_OK
+    except BrokenPipeError as exc:
+        if _reader_gone(sys.stdout):
+            return EXIT_OK
+        _internal_error(exc)          # another pipe's: a `dot` that stopped reading its input
+        return EXIT_INTERNAL
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users

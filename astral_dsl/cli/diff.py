@@ -101,10 +101,18 @@ def _renamed(result, folder: Path, rev: str):
                             message=d.message.replace(base + os.sep, f"{rev}:"),
                             related=related)
 
+    def fix_span(span):
+        return attrs.evolve(span, file=name(span.file)) if span is not None else None
+
     design = result.design
-    checks = tuple(attrs.evolve(c, span=attrs.evolve(c.span, file=name(c.span.file)))
-                   for c in design.checks)
+    checks = tuple(attrs.evolve(c, span=fix_span(c.span)) for c in design.checks)
+    # the warnings an `allow` accepts too: named by the temporary directory, each of the
+    # revision's differed from the same one of the file's (a file against its own HEAD:
+    # "12 difference(s)", every accepted W216 removed and added)
+    accepted = tuple(attrs.evolve(a, diagnostic=fix(a.diagnostic), by=fix_span(a.by))
+                     for a in result.accepted)
     return attrs.evolve(result, diagnostics=tuple(fix(d) for d in result.diagnostics),
+                        accepted=accepted,
                         design=attrs.evolve(design, file=name(design.file), checks=checks))
 
 

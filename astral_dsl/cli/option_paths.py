@@ -1,7 +1,8 @@
 """The paths of the options that name a file a command reads or writes, checked before the
 command runs (cli/__init__.py's main): none empty, none `-` for standard output, and each file
-to write in a folder that exists; and the names of `--job`, `--scenario` and `--part`, none
-empty."""
+to write in a folder that exists; and the names of `--job`, `--scenario` and `--part`, and
+the values of `--cluster`, `--gpus`, `--life`, `--order`, `--window`, `--x`, `--y` and
+`--by-source`, none empty."""
 from __future__ import annotations
 
 import os
@@ -34,14 +35,32 @@ _NAMED = (("job", "--job", "job"), ("scenario", "--scenario", "scenario"),
           ("part", "--part", "part"))
 
 
+# the options that give a value, empty (`--cluster "$SCHEDULER"` with SCHEDULER unset): each
+# was taken as not given, in silence (a search ran on this machine's cores, not the cluster's;
+# --gpus split the job's own count, --life took 4 years, --order the job's, --window every
+# micro-batch), or read as a name (`--by-source : no table of that name`)
+_VALUES = (("cluster", "--cluster", "it names no scheduler (leave --cluster out to run on this "
+                                    "machine)"),
+           ("gpus", "--gpus", "it gives no GPU count"),
+           ("life", "--life", "it gives no write-off period"),
+           ("order", "--order", "it gives no rank order"),
+           ("window", "--window", "it gives no micro-batches"),
+           ("x", "--x", "it names no column"), ("y", "--y", "it names no column"),
+           ("by_source", "--by-source", "it names no table"))
+
+
 def empty_name(args) -> Optional[str]:
     """Why an option naming a job, a scenario or a part names none (`--job ""`, as
-    `--job "$JOB"` with JOB unset), or None: it was looked up as a name, `--job : no such job`
-    (E221)."""
+    `--job "$JOB"` with JOB unset), or one giving a value gives none (_VALUES), or None: it
+    was looked up as a name, `--job : no such job` (E221)."""
     for name, flag, what in _NAMED:
         given = getattr(args, name, None)
         if given == "" or (isinstance(given, list) and "" in given):
             return f"{flag}: the name is empty: it names no {what}"
+    for name, flag, why in _VALUES:
+        given = getattr(args, name, None)
+        if given == "" or (isinstance(given, list) and "" in given):
+            return f"{flag}: the value is empty: {why}"
     return None
 
 

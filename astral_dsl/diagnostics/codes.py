@@ -220,6 +220,7 @@ CODES: dict[str, str] = {
     "E770": "a recomputation field that does not apply",
     "E771": "MoE token dropping declared inconsistently",
     "E772": "`hosts_per_rack` does not fit the placement's racks",
+    "W773": "the job's GPUs are not alike: priced as the first",
     "E775": "the job's ranks lose their network under the scenario",
     "E776": "the job's placement loses power under the scenario",
     "E777": "a row of a runs table is rejected",

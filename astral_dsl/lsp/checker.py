@@ -15,14 +15,16 @@ def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
     an imported file on its import), or ("error", "Type: message") when the compiler itself
     failed. `open_texts`: the editor's text of the other open documents, by path."""
     from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.project import by_real_path
     from astral_dsl.lsp.published import placed
 
-    documents = {str(Path(p).resolve()): t for p, t in open_texts.items()}
+    documents = by_real_path(open_texts)    # outside the try below: a path it could not
+    #                                          resolve had ended this process (E000 everywhere)
 
     def overlay(p: Path) -> Optional[str]:
         try:
             return documents.get(str(p.resolve()))
-        except OSError:
+        except (OSError, ValueError):
             return None
 
     try:

@@ -12,10 +12,15 @@ from astral_dsl.lsp.analysis import Analysis, analyse, project_files
 
 
 def uri_path(uri: str) -> Optional[Path]:
+    """The file of a `file:` URI; None for another scheme (`untitled:`), and for a path that no
+    file can have (a NUL, `%00`: the operating system refuses it, and every open, resolve or
+    stat of it raised ValueError, E000 in the document and, while it stayed open, in every
+    other one, whose worker read the open documents' paths): the document is then a text of
+    its own, as an unsaved one is."""
     if not uri.startswith("file:"):
         return None
     p = to_fs_path(uri)
-    return Path(p) if p else None
+    return Path(p) if p and "\0" not in p else None
 
 
 def path_uri(path: Path) -> str:
@@ -26,7 +31,7 @@ def real_path(path) -> str:
     """`path` resolved (links followed), or as given where it cannot be."""
     try:
         return str(Path(path).resolve())
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):      # ValueError: a NUL in it
         return str(path)
 
 
@@ -39,7 +44,7 @@ def same_file(a: Path, b: Path) -> bool:
     """Whether `a` and `b` resolve to one path (compared as given where they cannot)."""
     try:
         return a.resolve() == b.resolve()
-    except OSError:
+    except (OSError, ValueError):                      # ValueError: a NUL in one
         return a == b
 
 

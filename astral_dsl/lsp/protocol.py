@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 from typing import Callable, List, Optional, Tuple
 from urllib.parse import unquote
@@ -80,6 +81,14 @@ class AstralProtocol(LanguageServerProtocol):
                             f"first"))
             else:
                 log.warning("%s before `initialize`, dropped", method)
+            return
+        if self._shutdown and method not in (None, lsp.EXIT) and \
+                getattr(message, "id", None) is not None:
+            # LSP: a request after `shutdown` is answered InvalidRequest; pygls dropped it,
+            # and its client waited for the answer for good
+            self._send_response(message.id, error=lsp.ResponseError(
+                code=lsp.ErrorCodes.InvalidRequest,
+                message=f"{method}: the server is shut down: send `exit`"))
             return
         super().handle_message(message)
 
@@ -236,8 +245,13 @@ def _an_id(value) -> bool:
 def _invalid(data: dict) -> Optional[str]:
     """What makes a JSON-RPC message invalid (its id; neither a method, a result nor an error),
     or None."""
+    if data["jsonrpc"] != "2.0":        # "1.0": pygls dropped it, and the client waited
+        return (f"a message is a JSON object with `\"jsonrpc\": \"2.0\"`, not "
+                f"{json.dumps(data['jsonrpc'])[:40]}")
     if not _an_id(data.get("id")):
         return f"an id is a string or a number, not {_json_type(data['id'])}"
+    if "method" in data and not isinstance(data["method"], str):   # pygls's TypeError, sent
+        return f"a method is a string, not {_json_type(data['method'])}"   # as InternalError
     if not any(k in data for k in ("method", "result", "error")):
         return ("a message names a `method` (a request, a notification) or holds a `result` or "
                 "an `error` (a response)")
@@ -247,6 +261,7 @@ def _invalid(data: dict) -> Optional[str]:
 def _json_type(value) -> str:
     return ("true or false" if isinstance(value, bool) else "an object"
             if isinstance(value, dict) else "an array" if isinstance(value, list) else
+            "null" if value is None else "a number" if isinstance(value, (int, float)) else
             type(value).__name__)
 
 

@@ -62,6 +62,9 @@ def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnos
             out.extend((f, False) for f in found)
         elif os.path.isfile(p):
             out.append((p, True))
+        elif "\0" in p:           # os.path's calls say False of it: "no such file" misled
+            diags.append(_unreadable(p, "the path holds a NUL character, which no file's "
+                                        "path can", errno.EINVAL))
         else:
             gone = not os.path.exists(p)
             diags.append(_unreadable(p, "no such file or directory" if gone

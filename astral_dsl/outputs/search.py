@@ -261,7 +261,10 @@ def table(result, colour: bool = False, width: int = 100) -> str:
     text = "".join(textwrap.fill(line, width, subsequent_indent="      ",
                                  break_on_hyphens=False) + "\n" for line in summary(result))
     if not rows:
-        return text + "\nno configuration fits in memory\n"
+        # none admitted: every one was rejected by a rule above, none for its memory (a count of
+        # GPUs no layout of the job divides, `--gpus 1000`, was "no configuration fits in memory")
+        return text + ("\nno configuration fits in memory\n" if result.counts.admitted else
+                       "\nno configuration passes the rules: each was rejected, as counted above\n")
 
     def col(label, cells, key=False, right=True):
         return Column(label, tuple(cells), right, key)

@@ -18,7 +18,7 @@ import stat
 import tempfile
 from typing import Iterator, Optional
 
-from astral_dsl.regularfile import output
+from astral_dsl.regularfile import no_nul, output
 
 
 @contextlib.contextmanager
@@ -30,6 +30,7 @@ def whole(path: str, encoding: Optional[str] = None) -> Iterator:
     mode = "wb" if encoding is None else "w"
     newline = None if encoding is None else ""        # text as given: its \r\n kept, none added
     try:
+        no_nul(path)               # (else _stream's stat said "no file there", and then ValueError)
         if _stream(path):
             with os.fdopen(output(path), mode, encoding=encoding, newline=newline) as fh:
                 yield fh

@@ -171,9 +171,15 @@ def no_ranges(fields_unknown: Iterable[Tuple[str, Optional[Tuple[float, float]]]
     return any(field == "gpus" and r is None for field, r in fields_unknown)
 
 
+# the highest a range may reach: each dimension counts (GPUs, layers, parameters: the largest
+# model 10^15 would be) within a float's whole numbers; 1e300 GPUs was said as "checked
+# 1,000,000,000,000,000,052,504,760,..." in W759, 301 digits a dimension
+MAX_RANGE = 2 ** 53
+
+
 def check_ranges(doc) -> Dict[str, Tuple[float, float]]:
-    """The `ranges` of a fit document: {dimension: [lowest, highest]}, finite numbers >= 0 with
-    lowest <= highest; ValueError naming the key otherwise."""
+    """The `ranges` of a fit document: {dimension: [lowest, highest]}, numbers from 0 to
+    MAX_RANGE with lowest <= highest; ValueError naming the key otherwise."""
     if not isinstance(doc, dict):
         raise ValueError("`ranges` is not an object")
     out = {}
@@ -184,8 +190,9 @@ def check_ranges(doc) -> Dict[str, Tuple[float, float]]:
         if not (isinstance(r, list) and len(r) == 2 and all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)):
             raise ValueError(f"{where} is not [lowest, highest]")
+        if not 0 <= r[0] <= r[1] <= MAX_RANGE:          # also NaN; before float(): 1e400
+            raise ValueError(f"{where} = {r} is not a range 0 <= lowest <= highest <= 2^53 "
+                             f"(a count of the runs fitted)")
         lo, hi = float(r[0]), float(r[1])
-        if not 0 <= lo <= hi < float("inf"):          # also NaN
-            raise ValueError(f"{where} = {r} is not a range 0 <= lowest <= highest")
         out[key] = (lo, hi)
     return out

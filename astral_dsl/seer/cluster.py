@@ -33,7 +33,7 @@ from astral_dsl.seer.domain_size import domain_hosts
 from astral_dsl.seer.job_tiers import hosts_of_job, job_scopes, tiers_of
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.model.rollup import count_of, group_of
-from astral_dsl.model.values import Group
+from astral_dsl.model.values import Group, concat
 from astral_dsl.units import Quantity
 
 BITS = 8.0
@@ -51,6 +51,9 @@ class Cluster:
     # `hosts_per_rack = N`: (N, racks with GPUs, the first with fewer than N hosts (template,
     # hosts) or None, the placement as written; job_racks.usable), for the checks (E772)
     per_rack: Optional[Tuple[int, int, Optional[Tuple[str, int]], str]] = None
+    # the job's GPUs whose figures are not the first's, which every one is priced as (W773):
+    # (how many, their GpuSpec), in the placement's order; () when all are alike
+    unlike: Tuple[Tuple[int, GpuSpec], ...] = ()
 
 
 def _q(inst, name, default=0.0) -> float:
@@ -170,6 +173,7 @@ def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]
         p = nic.field("protocol")
         protocol = getattr(p, "name", protocol)
     spec = gpu_spec(gpu, host, cache)
+    unlike = _unlike(pairs, gpu, None if n_rack is not None else (ranks or gpus), cache)
     net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol,
                   domain_note + pxn_note, worst, cut)
     healthy = None
@@ -178,7 +182,28 @@ def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]
         healthy = attrs.evolve(net, worst=(),
                                tiers=tuple(tiers_of(design, plain, layout, hosts, cache, spans))
                                if plain else ())
-    return Cluster(spec, net, gpus, hosts, name, healthy, damaged, per_rack)
+    return Cluster(spec, net, gpus, hosts, name, healthy, damaged, per_rack, unlike)
+
+
+def _unlike(pairs, first, ranks: Optional[int], cache: dict):
+    """The job's GPUs (the first `ranks` of its placement; None: all of them, as with
+    `hosts_per_rack`, whose hosts are the first of each rack) whose figures Seer reads differ
+    from the first GPU's, by which every rank is priced: (count, spec) per distinct figures (the
+    GPUs' own, their hosts' NVLink and memory aside). A design of two kinds of GPU, or a
+    scenario that sets a field of some of them (`power`, a cap), had its forecast priced as the
+    first GPU alone, and said nothing."""
+    placed = concat([group_of(inst, ("gpu",), cache).repeat(c) for c, inst in pairs])
+    used = placed.slice(0, ranks) if ranks is not None else placed
+    mine, out = attrs.evolve(gpu_spec(first), name=""), {}
+    for count, gpu in used.flat():
+        if gpu is first:
+            continue
+        other = gpu_spec(gpu)
+        figures = attrs.evolve(other, name="")
+        if figures != mine:
+            seen = out.setdefault(figures, [0, other])
+            seen[0] += count
+    return tuple((c, other) for c, other in out.values())
 
 
 _FABRICS: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()

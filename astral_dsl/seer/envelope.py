@@ -158,7 +158,7 @@ def _regime_envelope(spec, gpu_name: str, calibration) -> Envelope:
         outside = tuple(f"{part} {reg[part]}" for part in REGIME_PARTS
                         if reg[part] not in seen[part]) or (f"the combination {key}",)
     widest = _band(bands.get("*")) or (DEFAULT_BAND[0], DEFAULT_BAND[1], 0)
-    own = (OUTSIDE_WIDEN * widest[0], OUTSIDE_WIDEN * widest[1])
+    own = widened(widest)
     return Envelope(reg, False, _wider(own, documented_outside()), "outside", widest[2],
                     outside)
 
@@ -174,7 +174,19 @@ def documented_outside() -> Tuple[float, float]:
     from astral_dsl.seer.calibration import shipped
 
     every = _band(shipped().bands.get("*"))
-    return (OUTSIDE_WIDEN * every[0], OUTSIDE_WIDEN * every[1]) if every else DEFAULT_BAND
+    return widened(every) if every else DEFAULT_BAND
+
+
+# the widest a widened band goes: a true time of at least 1 % of the forecast (a band's low end
+# is true / forecast - 1, above -100 %: a fit's every-run band of -99 % widened to -198 %, a
+# negative time), and at most the +1000 % past which a fit's band forecasts nothing
+# (calibration.BAND_BOUNDS)
+WIDEST = (-0.99, 10.0)
+
+
+def widened(band) -> Tuple[float, float]:
+    """`band` (low, high, ...) OUTSIDE_WIDEN times as wide, within WIDEST."""
+    return (max(OUTSIDE_WIDEN * band[0], WIDEST[0]), min(OUTSIDE_WIDEN * band[1], WIDEST[1]))
 
 
 # the job field that states each part of a regime (where W753 points)

@@ -42,12 +42,17 @@ class OperatorTable:
         try:
             with io.StringIO(data.decode("utf-8-sig"), newline="") as fh:  # a BOM, as Excel writes
                 reader = csv.DictReader(fh)
+                _check_header(reader.fieldnames, path)
                 for rec in reader:
                     where = f"{path}, line {reader.line_num}"
                     rec = {(k or "").strip().lower(): (v or "").strip()
                            for k, v in rec.items() if isinstance(v, str) or v is None}
                     key = (rec.get("operator", ""), rec.get("shape", "").replace(" ", ""),
                            rec.get("dtype", "bf16") or "bf16")
+                    if key[2] not in DTYPES:
+                        raise ValueError(f"{where}: dtype `{key[2]}` is none of the operators' "
+                                         f"input dtypes ({', '.join(DTYPES)}): the row would "
+                                         "price no operator")
                     if key in rows:
                         raise ValueError(f"{where}: repeats line {lines[key]}'s operator, "
                                          f"shape and dtype ({_row(key)})")
@@ -69,6 +74,26 @@ class OperatorTable:
                 self.matched.add(key)
                 return t
         return None
+
+
+# the dtypes of an operator's inputs, as the trace shows them (costs.Costs' lookups): a 16-bit,
+# fp32 or quantised job's (docs/seer.md, "Compute costs")
+DTYPES = ("bf16", "fp16", "fp32", "fp8", "fp8_block", "mxfp8", "nvfp4")
+
+
+def _check_header(names, path: str) -> None:
+    """ValueError for a table whose first line has no `operator` or no `shape` column: every
+    row of it would have priced nothing (a header's `op` read as no operator, each row's
+    operator ``), and the forecast said only that no row named an operator of its (W751)."""
+    have = [(n or "").strip().lower() for n in names or ()]
+    if not have:
+        raise ValueError(f"{path}: the table is empty: its first line names the columns "
+                         "operator, shape, dtype and time (or time_ms, time_us)")
+    for column in ("operator", "shape"):
+        if column not in have:
+            raise ValueError(f"{path}, line 1: no `{column}` column (the header names "
+                             f"{', '.join(f'`{n}`' for n in have)}): a table's columns are "
+                             "operator, shape, dtype and time (or time_ms, time_us)")
 
 
 def _row(key: Tuple[str, str, str]) -> str:

@@ -89,6 +89,7 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
     diags.extend(validate_gpu.gpu_data(design, job, cluster, par.gpus, spec.dtype))
     diags.extend(validate_gpu.gpu_guesses(design, job, cluster))
+    diags.extend(validate_gpu.unlike(design, job, cluster, par.gpus))
     diags.extend(validate_gpu.precision(spec, cluster, name, where))
     diags.extend(validate_memory.offload(spec, cluster, name, where))
     if any(d.is_error for d in diags):

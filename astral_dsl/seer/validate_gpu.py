@@ -121,3 +121,31 @@ def precision(spec: JobSpec, cluster, name: str, where) -> List[Diagnostic]:
                      "on Hopper, `dtype = fp8` (per-tensor scales, or `fp8_recipe = blockwise` "
                      "for DeepSeek-style block scales); on Ampere, `dtype = bf16`")]
     return []
+
+
+# what a GpuSpec holds, as a message names it (unlike)
+_FIGURES = (("flops", "peak FLOP/s"), ("memory", "memory"), ("hbm_bw", "memory bandwidth"),
+            ("nvlink_bw", "NVLink bandwidth"), ("power", "power"),
+            ("flops_power", "power of its quoted peaks"), ("sms", "SMs"),
+            ("arch", "architecture"), ("host_bw", "host bandwidth"))
+
+
+def unlike(design, job, cluster: Cluster, ranks: int) -> List[Diagnostic]:
+    """W773 when the job's GPUs are not all alike (cluster.unlike): Seer prices every rank as
+    the first GPU of its placement, so the others' figures change nothing in the forecast (a
+    slower kind, a scenario's power cap on some of them)."""
+    if not cluster.unlike:
+        return []
+    first, others = cluster.gpu, sum(c for c, _ in cluster.unlike)
+    kinds = ", ".join(
+        f"{_n(c)} `{g.name}`" + ("" if g.name != first.name else " with another " + " and ".join(
+            w for f, w in _FIGURES if getattr(g, f) != getattr(first, f)))
+        for c, g in cluster.unlike)
+    return [_warn("W773", f"job `{job.template}`: Seer prices all {_n(ranks)} of its GPUs as the "
+                          f"first, `{first.name}`, and {_n(others)} differ: {kinds}; the forecast "
+                          f"does not see them",
+                  job.span_of("placement") or job.span,
+                  "place the job on GPUs of one kind (each kind's forecast apart), or give "
+                  "them all the same figures",
+                  ("Seer simulates one representative rank per pipeline stage, on one GPU's "
+                   "figures; synchronous training is paced by its slowest GPU",))]

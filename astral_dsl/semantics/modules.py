@@ -44,8 +44,8 @@ class LoadedModule:
 def project_root(entry: Path) -> Path:
     try:
         entry = entry.resolve()
-    except (OSError, RuntimeError):     # a symbolic link in a loop: reading it says so (E100)
-        entry = entry.absolute()
+    except (OSError, RuntimeError, ValueError):   # a symbolic link in a loop, a NUL in the
+        entry = entry.absolute()                    # path: reading it says so (E100)
     for folder in [entry.parent, *entry.parent.parents]:
         if (folder / "astral.toml").is_file():
             return folder

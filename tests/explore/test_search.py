@@ -445,6 +445,23 @@ def test_json_with_no_fitting_configuration_is_still_one_document(small, tmp_pat
     assert doc["counts"]["enumerated"] >= doc["counts"]["admitted"] > 0
 
 
+def test_no_configuration_admitted_is_not_said_to_miss_memory(small, tmp_path, capsys):
+    """A GPU count no layout of the job divides (`--gpus 30`, 2 x 3 x 5, for 8 heads): every
+    configuration is rejected by a rule, none admitted, and the table said "no configuration
+    fits in memory", a reason none of them was refused for. The memory case keeps it."""
+    code, out, _ = _cli(["search", str(small), "--job", "dense", "--gpus", "30",
+                         "--workers", "1"], capsys)
+    assert code == 1 and " 0 admitted" in out
+    assert out.endswith("\nno configuration passes the rules: each was rejected, as counted "
+                        "above\n") and "fits in memory\n" not in out
+    big = tmp_path / "big.astral"
+    big.write_text(small.read_text().replace(
+        "layers = 6, hidden = 1024, heads = 8, kv_heads = 4, ffn = 4096",
+        "layers = 126, hidden = 16384, heads = 128, kv_heads = 8, ffn = 53248"))
+    code, out, _ = _cli(["search", str(big), "--job", "dense", "--workers", "1"], capsys)
+    assert code == 1 and out.endswith("\nno configuration fits in memory\n")
+
+
 @pytest.mark.parametrize("name", ["gpu_no_nvlink", "gpu_no_bandwidth", "gpu_no_flops",
                                   "gpu_fp8_peak_only"])
 def test_a_gpu_without_a_figure_every_configuration_needs_is_reported(name, capsys):

@@ -93,6 +93,12 @@ def layout(digraph: graphviz.Digraph, fmt: str, dpi: Optional[int] = None) -> by
         g.graph_attr["dpi"] = str(dpi)
     try:
         return g.pipe(format=fmt, engine="dot", quiet=True)
+    except BrokenPipeError:
+        # `dot` stopped reading the DOT text before its end: it refused what astral drew, as
+        # below (this went up to the command, which took it for its own output's reader gone:
+        # exit 0, nothing written, nothing said)
+        raise RuntimeError("Graphviz's `dot` stopped reading the DOT text astral drew before "
+                           "its end") from None
     except graphviz.ExecutableNotFound:
         raise render_error("E700", "Graphviz's `dot` program was not found on PATH: it lays out "
                                    "the picture", INSTALL_HINT) from None

@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.values import FabricSelection, Group
+from astral_dsl.outputs.render.labels import short
 from astral_dsl.outputs.render.understated import understated
 from astral_dsl.units.readable import whole_percent
 
@@ -81,10 +82,15 @@ class Highlight:
         return None
 
     def label(self, i: int) -> str:
+        """`suspect 1: gpu S.racks[0].hosts[0].gpus[3] (87 %)`, at most SUSPECT_CHARS
+        characters: a diagnosis file's `path` and `kind` are any text, and a path of 20,000
+        characters in the legend ("not in this picture: ...") was a label `dot` refused (E000;
+        or, when it stopped reading the DOT text, `astral render` exited 0 writing nothing)."""
         s = self.suspects[i]
         conf = s.get("probability", s.get("confidence"))     # "confidence": before version 1
-        return (f"suspect {i + 1}: {s.get('kind', '')} {s['path']}"
-                + (f" ({whole_percent(conf)})" if isinstance(conf, (int, float)) else ""))
+        return short(f"suspect {i + 1}: {s.get('kind', '')} {s['path']}"
+                     + (f" ({whole_percent(conf)})" if isinstance(conf, (int, float)) else ""),
+                     SUSPECT_CHARS)
 
     def not_shown(self) -> List[str]:
         return [self.label(i) for i in range(len(self.suspects)) if i not in self.shown]
@@ -95,6 +101,11 @@ class Highlight:
             out.append(f"{self.alternatives} alternative suspect(s) of the diagnosis are not "
                        f"drawn")
         return out
+
+
+# a suspect's label: a part's path and kind, as long as a design's deepest names (the reference
+# design's GPU paths are 45 characters), and the probability
+SUSPECT_CHARS = 240
 
 
 class Context:

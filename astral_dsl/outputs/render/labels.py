@@ -31,10 +31,36 @@ def esc(text) -> str:
     return html.escape(printable(str(text)), quote=True).replace("\\", "\\\\")
 
 
+# Graphviz's lexer refuses a quoted string past 16,384 bytes ("syntax error ... longer than
+# 16384?"): a plain attribute is cut to about this many bytes of UTF-8, as graphviz quotes it (`"`
+# escaped), with `…` (a tooltip of a part of a design whose name was 20,000 characters long was
+# E000)
+MAX_QUOTED = 16_000
+
+
 def _plain(text, backslash: str) -> str:
-    lines = [printable(line).replace("\\", backslash).replace("&", "&amp;")
-             for line in str(text).split("\n")]
-    return graphviz.nohtml("\\n".join(lines))
+    out, used = [], 0
+    for line in str(text).split("\n"):
+        escaped = printable(line).replace("\\", backslash).replace("&", "&amp;")
+        size = len(escaped.encode("utf-8")) + escaped.count('"') + 2 * bool(out)   # (and \n)
+        if used + size > MAX_QUOTED:
+            out.append(_cut(printable(line), backslash, MAX_QUOTED - used - 2 * bool(out) - 3))
+            break
+        out.append(escaped)
+        used += size
+    return graphviz.nohtml("\\n".join(out))
+
+
+def _cut(line: str, backslash: str, room: int) -> str:
+    """`line` escaped as _plain escapes it, cut to `room` bytes as quoted, and `…`."""
+    kept = []
+    for ch in line:
+        part = backslash if ch == "\\" else "&amp;" if ch == "&" else ch
+        room -= len(part.encode("utf-8")) + (ch == '"')
+        if room < 0:
+            break
+        kept.append(part)
+    return "".join(kept) + "…"
 
 
 def dot_label(text) -> str:
