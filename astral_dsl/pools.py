@@ -40,6 +40,74 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+# threads known to take no lock a forked child needs: a command's progress line on a terminal
+# (outputs/progress.py) writes to stderr under its lock, and a forked child writes nowhere but
+# its pipe (its stdout and stderr are new, on /dev/null: quiet)
+SAFE_THREADS = ("astral-progress",)
+
+
+def fork_safe(*waiting) -> bool:
+    """Whether no thread runs but the caller's, `waiting` (threads that wait for the child)
+    and SAFE_THREADS: another could hold a lock a forked child would wait for. A child forked
+    so starts with `quiet`."""
+    import threading
+
+    mine = {threading.current_thread(), *waiting}
+    return all(t in mine or t.name in SAFE_THREADS for t in threading.enumerate())
+
+
+def quiet() -> None:
+    """A forked child's start: its stdout and stderr new, on /dev/null, so that it never
+    writes, nor flushes when it exits, the parent's, whose lock a thread of SAFE_THREADS may
+    have held at the fork."""
+    import sys
+
+    sys.stdout = sys.stderr = open(os.devnull, "w")
+
+
+def _forked_started() -> None:
+    worker_started()
+    quiet()
+
+
+def forked_map(fn, items, workers: int, chunksize: int = 1, safe=fork_safe, done=None):
+    """[fn(item) for item in items], in order, by `workers` forked processes (the children
+    inherit what the parent holds: nothing is re-imported or sent but the items and the
+    results) where there is more than one item and one worker, the platform forks and `safe()`
+    (no thread but SAFE_THREADS could hold a lock the children need); else, or when no process
+    can be had, in this one. The same results whatever `workers`: each item is taken alone.
+    `done(k)`: told as the k-th result (in order) is in. Ctrl-C stops the workers now
+    (terminate)."""
+    import multiprocessing
+
+    def taken(results):
+        out = []
+        for res in results:
+            out.append(res)
+            if done is not None:
+                done(len(out))
+        return out
+
+    items = list(items)
+    workers = min(workers, len(items))
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods() and safe():
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                     initializer=_forked_started) as pool:
+                try:
+                    return taken(pool.map(fn, items, chunksize=chunksize))
+                except (KeyboardInterrupt, SystemExit):   # Ctrl-C: the workers stop now
+                    terminate(pool)
+                    raise
+        except (BrokenProcessPool, OSError, RuntimeError):
+            pass                      # no processes to be had here: the work is done in this one
+    return taken(fn(item) for item in items)
+
+
 # the most local worker processes a command starts: a bound of its own, the same on every
 # machine (a --workers that runs here runs on a CI box too); past it only the forks cost
 # (`--workers 100000` forked a process per task of a search: 115 s against 4.6 s with one, on 2

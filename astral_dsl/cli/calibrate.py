@@ -31,6 +31,15 @@ def register(sub) -> None:
                         "e.g. the papers of the A100 runs")
     c.add_argument("--max-iterations", type=int, default=ITERATIONS, metavar="N",
                    help=f"at most N iterations of the least-squares fit (default {ITERATIONS})")
+    c.add_argument("--leave-out", choices=("exact", "one-step"), dest="leave_out",
+                   help="how each group's refit without its rows is made: exact (a whole fit, "
+                        "as -o's constants are fitted: a minute and more a group on the shipped "
+                        "tables) or one-step (one Gauss-Newton step from the fit: the standard "
+                        "approximation, which understates the error of a group that alone "
+                        "fixes a constant); default: exact where groups x rows is at most 400")
+    c.add_argument("--jobs", type=int, metavar="N",
+                   help="processes running the exact refits, at most 1,024 (default: one per "
+                        "core); the fit and its figures are the same whatever N")
     c.add_argument("--docs", metavar="FILE.md",
                    help="rewrite the calibration tables between FILE.md's markers from the fit, "
                         "and nothing else (make calibrate: docs/seer.md)")
@@ -62,6 +71,12 @@ def run(args, overrides) -> int:
 
     if args.max_iterations < 1:
         return usage("--max-iterations must be at least 1")
+    if args.jobs is not None and args.jobs < 1:
+        return usage(f"--jobs {args.jobs}: at least one process refits")
+    from astral_dsl.pools import cores, too_many
+
+    if (refused := too_many("--jobs", args.jobs)) is not None:
+        return usage(refused)
     clobbers = written_over("-o", args.output, [*args.tables, args.gpu_file, args.calibration,
                                                 args.docs])
     if clobbers is not None:
@@ -97,7 +112,8 @@ def run(args, overrides) -> int:
         with Progress("astral calibrate") as progress:
             doc, _, _, every = calibrate(tables, by_source=tuple(args.by_source),
                                          max_iter=args.max_iterations, systems=systems,
-                                         step=progress.step)
+                                         step=progress.step, leave_out_by=args.leave_out,
+                                         workers=args.jobs or cores())
     except ValueError as exc:            # no usable row: the rows rejected may be why
         said = _said(diags, tables)
         if not json_out:

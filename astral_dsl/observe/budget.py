@@ -33,7 +33,7 @@ import sys
 import threading
 from typing import Callable, TypeVar
 
-from astral_dsl.pools import limit_memory
+from astral_dsl.pools import SAFE_THREADS, fork_safe, limit_memory, quiet  # noqa: F401  (load.py, tests)
 
 FROM_BYTES = 16 << 20        # files larger than this (inflated) are parsed in a bounded child
 BUDGET = 6 << 30             # the child's address space beyond what it holds at the fork
@@ -139,13 +139,6 @@ def _start() -> None:
     _limit()
 
 
-def quiet() -> None:
-    """A forked child's start (this one's, and load.py's readers'): its stdout and stderr new,
-    on /dev/null, so that it never writes, nor flushes when it exits, the parent's, whose lock
-    a thread of SAFE_THREADS may have held at the fork."""
-    sys.stdout = sys.stderr = open(os.devnull, "w")
-
-
 def _run():
     """("ok", the parse's result) or ("memory", None): in the child, on what it inherited."""
     parse, args, handed = _TASK
@@ -155,26 +148,12 @@ def _run():
         return "memory", None
 
 
-# threads known to take no lock a child needs: `astral diagnose`'s progress line on a terminal
-# (outputs/progress.py) writes to stderr under its lock, and a child (this one, load.py's
-# readers) writes nowhere but its pipe (its stdout and stderr are new, on /dev/null: quiet)
-SAFE_THREADS = ("astral-progress",)
-
-
 def _can_fork() -> bool:
     """Whether a child can be forked safely: no thread runs but the caller's, the main thread
     (which waits for it, load.read_file) and SAFE_THREADS (fork_safe)."""
     if not hasattr(os, "fork") or not os.path.exists("/proc/self/statm"):
         return False
     return fork_safe(threading.main_thread())
-
-
-def fork_safe(*waiting: threading.Thread) -> bool:
-    """Whether no thread runs but the caller's, `waiting` (threads that wait for the child)
-    and SAFE_THREADS: another could hold a lock a forked child would wait for. A child forked
-    so starts with `quiet`."""
-    mine = {threading.current_thread(), *waiting}
-    return all(t in mine or t.name in SAFE_THREADS for t in threading.enumerate())
 
 
 def _limit() -> None:

@@ -8,7 +8,6 @@ import errno
 import gc
 import gzip
 import json
-import multiprocessing
 import os
 import re
 import sys
@@ -24,7 +23,7 @@ from astral_dsl.observe import budget, kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
 from astral_dsl.observe.said import TWICE_HINT, ranges, read_twice, said_once
-from astral_dsl.pools import cores, local_workers
+from astral_dsl.pools import cores, forked_map, local_workers
 
 _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
 
@@ -139,35 +138,9 @@ def _read_all(files: List[str], workers: Optional[int]):
     # forked workers need nothing re-imported (spawned ones would re-run a caller's unguarded
     # script); a process running threads is not forked, but for `diagnose`'s progress line on
     # a terminal (budget.SAFE_THREADS: the workers never write the stderr it holds the lock of)
-    if workers > 1 and budget.fork_safe() and \
-            "fork" in multiprocessing.get_all_start_methods():
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
-        from astral_dsl.pools import terminate
-
-        try:
-            ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                     initializer=_reader_started) as pool:
-                try:
-                    return list(pool.map(read_file, files,
-                                         chunksize=max(1, len(files) // (4 * workers))))
-                except (KeyboardInterrupt, SystemExit):   # Ctrl-C: the workers stop now
-                    terminate(pool)
-                    raise
-        except (BrokenProcessPool, OSError, RuntimeError):
-            pass                      # no processes to be had here: read them in this one
-    return [read_file(f) for f in files]
-
-
-def _reader_started() -> None:
-    """A reader's start: Ctrl-C left to the parent (pools.worker_started), and its stdout and
-    stderr its own (budget.quiet)."""
-    from astral_dsl.pools import worker_started
-
-    worker_started()
-    budget.quiet()
+    return forked_map(read_file, files, workers,
+                      chunksize=max(1, len(files) // (4 * max(workers, 1))),
+                      safe=lambda: budget.fork_safe())
 
 
 _OBSERVED_NAME = re.compile(r"(rank[-_]?\d+)|(\.(json|json\.gz|gz|csv|jsonl|ndjson)$)",

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from astral_dsl.pools import forked_map
 from astral_dsl.runs import score
 from astral_dsl.runs.fit import FitRow, Problem, collector_paused, fit, robust, rows_of
 from astral_dsl.runs.repeats import repeats
@@ -117,24 +119,46 @@ def grouped(keys) -> Dict[object, List[int]]:
 
 
 def leave_out_exact(rows: List[FitRow], free: Sequence[Constant], keys,
-                    max_iter: int, step=None) -> Dict[int, float]:
+                    max_iter: int, step=None, workers: int = 1,
+                    what: str = "configuration") -> Dict[int, float]:
     """row -> its error with the constants refitted from scratch without the rows that share
     its key (fit.fit), forecast as `astral runs --calibration` forecasts it (its rule's choices
-    made with those constants). `step(what)`: told what is being done (a progress line)."""
+    made with those constants); a row whose key is None is not left out (and not in the
+    result). The refits run in `workers` forked processes (pools.forked_map): the same errors
+    whatever their number. `step(what)`: told what is being done (a progress line)."""
+    global _EXACT
+    groups = sorted(((k, idx) for k, idx in grouped(keys).items() if k is not None),
+                    key=lambda kv: str(kv[0]))
+    told = None if step is None else (
+        lambda k: step(f"left out {k:,} of {len(groups):,} {what}s, each refitted"))
+    _EXACT = (rows, tuple(free), max_iter, step, what, len(groups), os.getpid())
+    try:
+        errors = forked_map(_refit_without, list(enumerate(idx for _, idx in groups)), workers,
+                            done=told)
+    finally:
+        _EXACT = ()
+    return {i: e for (_, idx), errs in zip(groups, errors) for i, e in zip(idx, errs)}
+
+
+# what the refits of leave_out_exact share: (rows, free constants, max_iter, step, what, the
+# number of groups, the process that set it: a forked child tells no progress line)
+_EXACT: tuple = ()
+
+
+def _refit_without(item: Tuple[int, List[int]]) -> List[float]:
+    """The errors of rows `idx` (item: (g, idx), the g-th group) with the constants refitted
+    without them (leave_out_exact; run where the rows are: this process, or a child forked
+    from it)."""
     from astral_dsl.runs.evaluate import evaluate_one
 
-    out: Dict[int, float] = {}
-    groups = sorted(grouped(keys).items(), key=lambda kv: str(kv[0]))
-    for g, (key, idx) in enumerate(groups):
-        told = None if step is None else (
-            lambda what, g=g: step(f"leaving out configuration {g + 1:,} of {len(groups):,}: "
-                                   + what))
-        drop = set(idx)
-        cal = fit([row for i, row in enumerate(rows) if i not in drop], free,
-                  max_iter=max_iter, step=told)[0]
-        for i in idx:
-            out[i] = evaluate_one(rows[i].prepared, cal).error
-    return out
+    g, idx = item
+    rows, free, max_iter, step, what, count, parent = _EXACT
+    told = None if step is None or os.getpid() != parent else (
+        lambda doing: step(f"leaving out {what} {g + 1:,} of {count:,}: {doing}"))
+    drop = set(idx)
+    cal = fit([row for i, row in enumerate(rows) if i not in drop], free, max_iter=max_iter,
+              step=told)[0]
+    return [evaluate_one(rows[i].prepared, cal).error for i in idx]
 
 
 def bands(rows: List[FitRow], errors: Dict[int, float]) -> Dict[str, dict]:
@@ -269,14 +293,24 @@ def beyond_summary(beyond: List[List[str]], logo: Dict[int, float]) -> dict:
             "others_rows": len(in_idx), "others_mean_abs_pct": mean(in_idx)}
 
 
+LEAVE_OUT = ("exact", "one-step")     # how the refits without each group are made
+
+
 def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] = (),
               free: Sequence[Constant] = CONSTANTS, max_iter: int = 40, systems=None,
-              step=None):
+              step=None, leave_out_by: Optional[str] = None, workers: int = 1):
     """Fit on every usable row of `tables` ((name, table) pairs) and measure: leave one group
     out for every row, and leave one source out (the rows of one `source_version`, e.g. one
-    paper) for the tables named in `by_source`. Returns (document, Calibration, rows, every
-    prepared row). `systems`: a user's own (runs/systems.py, `--gpu-file`). `step(what)`: told
-    what is being done (a progress line)."""
+    paper) for the tables named in `by_source`. `leave_out_by`: "exact" (each refit a whole
+    fit without the rows left out), "one-step" (one Gauss-Newton step from the full fit), or
+    None: exact where groups x rows is at most EXACT_ROW_FITS (module docstring); exact refits
+    run in `workers` forked processes (the same figures whatever their number). Returns
+    (document, Calibration, rows, every prepared row). `systems`: a user's own
+    (runs/systems.py, `--gpu-file`). `step(what)`: told what is being done (a progress
+    line)."""
+    if leave_out_by not in (None, *LEAVE_OUT):
+        raise ValueError(f"leave_out_by is one of {', '.join(LEAVE_OUT)} or None, not "
+                         f"{leave_out_by!r}")
     if step is not None:
         step("reading the runs")
     rows, every = rows_of(tables, systems)
@@ -299,14 +333,16 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
                          "and leaving it out leaves none to fit (give a table of several "
                          "sources, or fit it beside other tables)")
     cal, prob, J, r = fit(rows, free, max_iter=max_iter, step=step)
-    exact = groups * len(rows) <= EXACT_ROW_FITS
-    logo = (leave_out_exact(rows, free, keys, max_iter, step) if exact
+    exact = (groups * len(rows) <= EXACT_ROW_FITS if leave_out_by is None
+             else leave_out_by == "exact")
+    logo = (leave_out_exact(rows, free, keys, max_iter, step, workers) if exact
             else leave_out(prob, cal, J, r, keys, step))
     by_set: Dict[str, Dict[int, float]] = {}
     if by_source:
         keys = [(row.table, row.prepared.row.source_version) if row.table in by_source
                 else None for row in rows]
-        lso = leave_out(prob, cal, J, r, keys, step, "source")
+        lso = (leave_out_exact(rows, free, keys, max_iter, step, workers, "source") if exact
+               else leave_out(prob, cal, J, r, keys, step, "source"))
         for i, row in enumerate(rows):
             if row.table in by_source:
                 by_set.setdefault(row.table + ": " + row.prepared.row.source_version, {})[i] = \
