@@ -5,7 +5,8 @@ sets named by source (the A100 papers), and the constants with their spread and 
 
 `rewrite(markdown, doc)` replaces the text between each pair of markers
 `<!-- calibration:NAME -->` and `<!-- /calibration:NAME -->` (NAME: accuracy, sources,
-constants, ranges, outside: the constants outside their prior) with the table generated from
+constants, ranges, outside: the constants outside their prior; accuracy-exact, sources-exact:
+those of a fit whose leave-out refits are all exact) with the table generated from
 `doc`; `make calibrate` runs it on
 docs/seer.md and a test keeps the docs equal to what the shipped fit.json generates."""
 from __future__ import annotations
@@ -163,7 +164,10 @@ TABLES: Dict[str, Callable[[dict], str]] = {"accuracy": markdown_accuracy,
                                             "sources": markdown_sources,
                                             "constants": markdown_constants,
                                             "ranges": markdown_ranges,
-                                            "outside": markdown_outside}
+                                            "outside": markdown_outside,
+                                            "accuracy-exact": markdown_accuracy,
+                                            "sources-exact": markdown_sources}
+EXACT = "-exact"      # a table of a fit whose every leave-out refit is exact (`rewrite`)
 
 
 class MarkerError(ValueError):
@@ -243,9 +247,18 @@ def regions(markdown: str) -> List[tuple]:
 
 def rewrite(markdown: str, doc: dict) -> str:
     """`markdown` with every marked table generated from `doc` (module docstring), in the
-    line ends of its opening marker; every other line as it was (MarkerError as regions)."""
+    line ends of its opening marker; every other line as it was (MarkerError as regions).
+    A table named NAME-exact is one of a fit whose leave-out refits are all exact (`astral
+    calibrate --leave-out exact`: docs/seer.md shows both, the exact ones from fit-exact.json):
+    written from such a fit only, which then writes only those where the file has any (its
+    other tables are the one-step fit's)."""
     lines = _lines(markdown)
-    for name, first, end in reversed(regions(markdown)):
+    marked = regions(markdown)
+    exact = doc.get("leave_out") == "exact"
+    only_exact = exact and any(name.endswith(EXACT) for name, _, _ in marked)
+    for name, first, end in reversed(marked):
+        if name.endswith(EXACT) != only_exact:
+            continue
         ending = lines[first - 1][len(lines[first - 1].rstrip("\r\n")):] or "\n"
         table = TABLES[name](doc)
         lines[first:end] = [ln + ending for ln in table.split("\n")]
