@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from astral_dsl.runs.accuracy import grouped  # noqa: E402
 from astral_dsl.runs.evaluate import evaluate_one  # noqa: E402
-from astral_dsl.runs.fit import fit, rows_of  # noqa: E402
+from astral_dsl.runs.fit import fitted, rows_of  # noqa: E402
 from astral_dsl.runs.table import read_table  # noqa: E402
 from astral_dsl.seer.calibration import FIT_FILE, RUN_FILES  # noqa: E402
 
@@ -46,7 +46,7 @@ def main(ids) -> None:
     for key in chosen:
         drop = set(groups[key])
         t0 = time.process_time()
-        cal = fit([row for i, row in enumerate(rows) if i not in drop])[0]
+        cal = fitted([row for i, row in enumerate(rows) if i not in drop])[0]
         cpu = time.process_time() - t0
         for i in groups[key]:
             rid = rows[i].prepared.row.id

@@ -14,7 +14,7 @@ from astral_dsl.outputs import calibration as tables
 from astral_dsl.pools import forked_map
 from astral_dsl.runs import accuracy
 from astral_dsl.runs.evaluate import evaluate_one
-from astral_dsl.runs.fit import fit, rows_of
+from astral_dsl.runs.fit import fitted, rows_of
 from astral_dsl.runs.table import parse_table
 from test_cli import call
 from test_runs import _row, _write
@@ -51,7 +51,7 @@ def _exact_by_hand(path, keys_of):
     rows, _ = rows_of([("four", parse_table(path.read_text(encoding="utf-8"), str(path)))])
     out = {}
     for key in {keys_of(r) for r in rows}:
-        cal = fit([r for r in rows if keys_of(r) != key], max_iter=ITERATIONS)[0]
+        cal = fitted([r for r in rows if keys_of(r) != key], max_iter=ITERATIONS)[0]
         for r in rows:
             if keys_of(r) == key:
                 out[r.prepared.row.id] = round(100 * evaluate_one(r.prepared, cal).error, 2)

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl.pools import forked_map
 from astral_dsl.runs import score
-from astral_dsl.runs.fit import FitRow, Problem, collector_paused, fit, robust, rows_of
+from astral_dsl.runs.fit import FitRow, Problem, collector_paused, fit, fitted, robust, rows_of
 from astral_dsl.runs.repeats import repeats
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer import checked
@@ -156,8 +156,8 @@ def _refit_without(item: Tuple[int, List[int]]) -> List[float]:
     told = None if step is None or os.getpid() != parent else (
         lambda doing: step(f"leaving out {what} {g + 1:,} of {count:,}: {doing}"))
     drop = set(idx)
-    cal = fit([row for i, row in enumerate(rows) if i not in drop], free, max_iter=max_iter,
-              step=told)[0]
+    cal = fitted([row for i, row in enumerate(rows) if i not in drop], free, max_iter=max_iter,
+                 step=told)[0]
     return [evaluate_one(rows[i].prepared, cal).error for i in idx]
 
 

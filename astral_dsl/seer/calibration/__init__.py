@@ -34,6 +34,8 @@ from astral_dsl.seer.checked import check_ranges
 
 HERE = Path(__file__).resolve().parent
 FIT_FILE = HERE / "fit.json"
+# the same fit with every leave-out refit exact (`make calibrate-exact`; docs/seer.md)
+FIT_EXACT_FILE = HERE / "fit-exact.json"
 RUN_FILES = {"a100": HERE / "a100.csv", "modern": HERE / "modern.csv"}
 FIT_FORMAT = 2
 
