@@ -76,3 +76,17 @@ def test_which_rows_ran_the_head_in_mxfp8(label, gpu, family, release, head):
     assert bool(how) == (head == "fp8")
     if how:
         assert "fp8_output_proj" in how and "0.6.0" in how
+
+
+def test_an_fp8_head_holds_its_weight_as_the_layers_do():
+    """Memory: the output weight (128,256 x 4,096 = 525.3 M elements) quantised as the layers'
+    linear weights (memory.COPIES x MXFP8's 1.03125 bytes, its row- and column-wise data with a
+    scale per 32), and with fp8 parameters its 16-bit copy not held (2 bytes): a net 0.0329 GB."""
+    from astral_dsl.seer.memory import of_job
+    import attrs
+    bf = of_job(attrs.evolve(_job(head_precision="bf16"), fp8_params=True))
+    fp = of_job(attrs.evolve(_job(), fp8_params=True))
+    table = 128256 * 4096
+    assert fp.fp8_weights - bf.fp8_weights == pytest.approx(2 * 1.03125 * table)
+    assert bf.weights - fp.weights == pytest.approx(2 * table, rel=1e-9)
+    assert fp.total - bf.total == pytest.approx((2 * 1.03125 - 2) * table, rel=1e-6)
