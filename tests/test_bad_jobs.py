@@ -96,6 +96,7 @@ OPTION_CASES = {
     "scale_swizzle": "scale_swizzle_not_bool",
     "cross_entropy": "cross_entropy_unknown",
     "attention_precision": "attention_precision_unknown",
+    "head_precision": "head_precision_unknown",
     "moe_routing": "moe_routing_unknown", "optimizer_dtype": "optimizer_dtype_unknown",
     "recompute_modules": "recompute_modules_unknown", "fp8_params": "fp8_params_not_bool",
 }

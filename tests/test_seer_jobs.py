@@ -109,7 +109,7 @@ EVERY_OPTION = {           # option -> (how the field is written, the Python val
     "pad_to_capacity": ("true", True), "grouped_gemm": ("false", False), "moe_routing": ("round_robin", "round_robin"),
     "optimizer_dtype": ("bf16", "bf16"), "pipeline_runs": ("2", 2), "fp8_params": ("true", True),
     "router_fusion": ("true", True), "cross_entropy": ("te", "te"),
-    "attention_precision": ("fp8", "fp8"),
+    "attention_precision": ("fp8", "fp8"), "head_precision": ("fp8", "fp8"),
     "permute_fusion": ("false", False), "rope_fusion": ("false", False),
     "scale_swizzle": ("true", True),
     "recompute_modules": ("[layernorm, moe_act]", ["layernorm", "moe_act"]),

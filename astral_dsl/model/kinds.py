@@ -360,6 +360,11 @@ _register(make_kind("job", "an LLM training job", dict(
                                  "--fp8-dot-product-attention: cuDNN's MXFP8 SDPA on Blackwell, "
                                  "the queries, keys, values and output gradient quantised); "
                                  "default bf16"),
+    head_precision=enum("bf16", "fp8",
+                        doc="the precision of the output layer (the logits GEMMs): bf16, or "
+                            "fp8 as Transformer Engine's MXFP8 linear layer under an MXFP8 "
+                            "job (Megatron-Core's --fp8-output-proj: its input and output "
+                            "gradient quantised); default bf16"),
     moe_routing=enum("topk", "round_robin",
                      doc="which experts an MoE layer's tokens go to: the router's top-k (at "
                          "random, balanced; within the model's expert groups), or k "

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.runs.attention_recipe import recipe_attention_precision
 from astral_dsl.runs.ep_overlap import recipe_ep_overlap
+from astral_dsl.runs.head_recipe import recipe_head_precision
 from astral_dsl.runs.loss_recipe import recipe_cross_entropy
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
@@ -233,6 +234,11 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                                                        row.count("gpus", 0), release)
                 if how:
                     fields["attention_precision"] = attn
+                    assumed.append(how)
+                head, how = recipe_head_precision(_n(row.model), gpu_key(row.gpu), dtype,
+                                                  release)
+                if how:
+                    fields["head_precision"] = head
                     assumed.append(how)
                 fields["router_fusion"], how = recipe_router_fusion(
                     _n(row.model), gpu_key(row.gpu), dtype, release)

@@ -36,6 +36,8 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
   (lower_dense.CROSS_ENTROPY); runs/loss_recipe.py says which NVIDIA rows ran which kernels.
 - `attention_precision = bf16`: Megatron-Core's `fp8_dot_product_attention = False`
   (runs/attention_recipe.py says which NVIDIA rows ran MXFP8 attention).
+- `head_precision = bf16`: Megatron-Core's `fp8_output_proj = False`, the output layer a
+  16-bit ColumnParallelLinear (runs/head_recipe.py says which NVIDIA rows ran it in MXFP8).
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
@@ -66,7 +68,7 @@ OPTIONS: Dict[str, str] = {
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
     "torch_compile": "", "fp8_params": "", "capacity_factor": "", "pad_to_capacity": "",
     "moe_routing": "", "grouped_gemm": "", "router_fusion": "", "cross_entropy": "",
-    "attention_precision": "",
+    "attention_precision": "", "head_precision": "",
     "permute_fusion": "", "rope_fusion": "", "scale_swizzle": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
@@ -289,4 +291,5 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         yarn_rope_fusion=f.get("rope_fusion") is True,
         scale_swizzle=f.get("scale_swizzle") is True,
         cross_entropy=f.get("cross_entropy"),
-        attention_precision=f.get("attention_precision") or "bf16")
+        attention_precision=f.get("attention_precision") or "bf16",
+        head_precision=f.get("head_precision") or "bf16")

@@ -173,12 +173,22 @@ class DenseOps:
             self._ew(b, "embedding grad accumulate", (elem + 2 * gb) * table, L)
 
     def _head_fwd(self, b, pre=""):
+        """The head's forward: the final norm, the logits and the cross-entropy. The logits
+        GEMM is Megatron-Core's 16-bit ColumnParallelLinear, or with `fp8_head` (Megatron-Core
+        0.18.0 `fp8_output_proj`: models/gpt/gpt_model.py builds the output layer as
+        extensions/transformer_engine.py TELMHeadColumnParallelLinear, a TE linear layer run
+        under the MXFP8 autocast, `get_fp8_context`) a quantised linear layer as the
+        transformer layers' are: its input cast (not fed by a fused norm: the final norm is
+        its own module) and the GEMM at the quantised rate; backward, `_head_bwd`."""
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
         self._ew(b, pre + "final norm", 2 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
         if self.sp:
             self._coll(b, pre + "head all-gather", "ag", "tp", tokens * m.hidden * elem, HEAD)
-        self._gemm(b, pre + "logits", tokens, V, m.hidden, HEAD)
+        if self.fp8 and self.job.fp8_head:
+            self._linear(b, pre + "logits", tokens, V, m.hidden, HEAD)
+        else:
+            self._gemm(b, pre + "logits", tokens, V, m.hidden, HEAD)
         nbytes, kernels = CROSS_ENTROPY[self.job.cross_entropy_kernels][0]
         self._ew(b, pre + "cross entropy", tokens * V * nbytes(elem), HEAD, kernels=kernels)
         self._coll(b, pre + "loss all-reduce", "ar", "tp", 8 * tokens, HEAD)
@@ -189,5 +199,5 @@ class DenseOps:
         nbytes, kernels = CROSS_ENTROPY[self.job.cross_entropy_kernels][1]
         self._ew(b, pre + "cross entropy bwd", tokens * V * nbytes(elem), HEAD, kernels=kernels)
         self._linear_bwd(b, pre + "logits", tokens, V, m.hidden, HEAD, column=True,
-                         layer_linear=False)
+                         layer_linear=self.job.fp8_head)
         self._ew(b, pre + "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, HEAD, "norm")

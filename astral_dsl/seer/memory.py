@@ -27,7 +27,7 @@
   holds gathered weights: the layer in use and the one prefetched, or, without re-sharding after
   the forward, the whole stage's. fp8 (Transformer Engine) keeps the bf16 weights and adds an
   fp8 copy of each linear layer's weight and its transpose (2 bytes per such parameter, cached
-  for the iteration's micro-batches), unsharded. With `fp8_params` (Megatron-Core's
+  for the iteration's micro-batches), unsharded; with `fp8_head` the output layer's too. With `fp8_params` (Megatron-Core's
   --fp8-param-gather: the model built under Transformer Engine's fp8_model_init, its linear
   weights quantised tensors, Float8Tensor with its transpose or MXFP8Tensor with its row- and
   column-wise data; the high-precision copy is the optimizer's fp32 master, and an MXFP8
@@ -337,6 +337,10 @@ def stage_estimate(job: JobSpec, stage_params, i: int,
     if job.fp8:
         linear_of = shared.linear_of
         linear = [linear_of(L) for first, count in chunks for L in range(first, first + count)]
+        if job.fp8_head and i == par.pp - 1:
+            # the output layer built as Transformer Engine's linear layer (`fp8_head`: Megatron-
+            # Core 0.18.0 TELMHeadColumnParallelLinear), its weight quantised as the layers' are
+            linear.append(job.model.vocab / par.tp * job.model.hidden)
         if job.quantised_params and params > 0:
             # the linear weights held in their quantised copies only (module docstring): their
             # 16-bit share of the weights (sharded or gathered alike) is not held

@@ -109,6 +109,8 @@ class JobSpec:
     cross_entropy: Optional[str] = None       # te | native | None (lower_dense.CROSS_ENTROPY)
     attention_precision: str = "bf16"         # bf16 | fp8: TE's MXFP8 attention with an MXFP8
     #                                           dtype under Megatron-Core (fp8_attention)
+    head_precision: str = "bf16"              # bf16 | fp8: the output layer (logits) as TE's
+    #                                           MXFP8 linear under Megatron-Core (fp8_head)
     scale_swizzle: bool = False               # block scales swizzled before each MXFP8 /
     #                                           NVFP4 GEMM (lower_linear.LinearOps._gemm)
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
@@ -137,6 +139,15 @@ class JobSpec:
         alone Seer prices it for (W751 otherwise; lower_attention.FP8_ATTENTION)."""
         return (self.attention_precision == "fp8" and self.dtype == "mxfp8"
                 and self.framework == "megatron" and self.attention == "flash")
+
+    @property
+    def fp8_head(self) -> bool:
+        """Whether the output layer's GEMMs (the logits, their data and weight gradients) run
+        quantised: `head_precision = fp8` with `dtype = mxfp8` under Megatron-Core, which alone
+        has the switch (Megatron-Core 0.18.0 `fp8_output_proj`, which its config check refuses
+        for any recipe but MXFP8; W751 otherwise; lower_dense.DenseOps._head_fwd)."""
+        return (self.head_precision == "fp8" and self.dtype == "mxfp8"
+                and self.framework == "megatron")
 
     @property
     def cross_entropy_kernels(self) -> Optional[str]:

@@ -210,6 +210,14 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                          where("attention_precision", ""),
                          "`dtype = mxfp8` with fused attention under `framework = megatron`, "
                          "or leave `attention_precision` out (attention in bf16)"))
+    if stated.get("head_precision") == "fp8" and not spec.fp8_head:
+        out.append(_warn("W751", f"{name}: head_precision = fp8 has no effect with dtype = "
+                                 f"{spec.dtype} and framework = {spec.framework}: Seer prices "
+                                 f"an fp8 output layer as Megatron-Core's fp8_output_proj, "
+                                 f"which runs under an MXFP8 recipe alone",
+                         where("head_precision", ""),
+                         "`dtype = mxfp8` under `framework = megatron`, or leave "
+                         "`head_precision` out (the output layer in bf16)"))
     if stated.get("torch_compile") is True and spec.framework != "torchtitan":
         out.append(_warn("W751", f"{name}: torch_compile has no effect with framework = "
                                  f"{spec.framework}: its element-wise kernels are forecast "
