@@ -15,8 +15,9 @@ import pytest
 from astral_dsl.outputs import calibration as tables
 from astral_dsl.runs import accuracy
 from astral_dsl.runs.table import read_table
-from astral_dsl.seer.calibration import (BY_NAME, CONSTANTS, FIT_FORMAT, RUN_FILES,
-                                         read_calibration, shipped, shipped_document)
+from astral_dsl.seer.calibration import (BY_NAME, CONSTANTS, FIT_EXACT_FILE, FIT_FORMAT,
+                                         RUN_FILES, read_calibration, shipped,
+                                         shipped_document)
 from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,12 +52,33 @@ def test_the_table_says_which_constants_leave_their_prior():
 
 def test_docs_tables_are_the_fits_output():
     """docs/seer.md's accuracy, sources, constants and ranges tables are what `make calibrate`
-    writes from the shipped fit.json, and the README quotes its A100 table."""
+    writes from the shipped fit.json, its `-exact` tables what `make calibrate-exact` writes
+    from fit-exact.json, and the README quotes both A100 tables."""
     seer_md = (REPO / "docs" / "seer.md").read_text(encoding="utf-8")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert set(tables.markers(seer_md)) == set(tables.TABLES)
     assert tables.rewrite(seer_md, shipped_document()) == seer_md
+    assert tables.rewrite(seer_md, _exact_document()) == seer_md
     assert tables.markdown_sources(shipped_document()) in readme
+    assert tables.markdown_sources(_exact_document()) in readme
+
+
+def _exact_document() -> dict:
+    return json.loads(FIT_EXACT_FILE.read_text(encoding="utf-8"))
+
+
+def test_the_exact_fit_is_the_shipped_fit_with_every_refit_exact():
+    """fit-exact.json (`make calibrate-exact`) is fit.json's fit, its leave-out figures those
+    of whole refits: the constants, the runs and every figure in the fit the same (a refit
+    that left it behind fails here, not in a reader's hands)."""
+    one_step, exact = shipped_document(), _exact_document()
+    assert (one_step["leave_out"], exact["leave_out"]) == ("one-step", "exact")
+    for key in ("format", "generated_by", "fitted_on", "tables", "constants", "free", "spread",
+                "outside_prior", "ranges", "families_in_fit", "groups"):
+        assert exact.get(key) == one_step.get(key), key
+    assert [(r["id"], r["in_fit_pct"]) for r in exact["rows"]] == \
+        [(r["id"], r["in_fit_pct"]) for r in one_step["rows"]]
+    assert set(exact["sources"]) == set(one_step["sources"])
 
 
 def test_every_constant_is_in_the_table_and_within_its_bounds():
