@@ -134,3 +134,25 @@ def test_forecast_reads_a_written_fit(tmp_path):
     bad.write_text('{"fits": {}}')
     proc = _astral_cli(*base, "--calibration", str(bad), env=env)
     assert proc.returncode == 2 and "--calibration" in proc.stderr
+
+
+def test_the_shipped_bands_are_the_exact_refits_spread(tmp_path, monkeypatch):
+    """A forecast's band is its regime's spread on runs left out by exact refits
+    (fit-exact.json); fit.json's one-step bands serve only where fit-exact.json is not of its
+    fit (after a `make calibrate`, before its exact refits)."""
+    from astral_dsl.seer import calibration
+
+    exact = _exact_document()
+    assert shipped().bands == exact["bands"] and shipped().values() == exact["constants"]
+    assert exact["bands"] != shipped_document()["bands"]
+    stale = dict(exact, constants=dict(exact["constants"], gemm_eff=0.5))
+    path = tmp_path / "fit-exact.json"
+    path.write_text(json.dumps(stale), encoding="utf-8")
+    monkeypatch.setattr(calibration, "FIT_EXACT_FILE", path)
+    calibration.shipped.cache_clear()
+    try:
+        assert calibration.shipped().bands == shipped_document()["bands"]
+        assert calibration.shipped().values() == shipped_document()["constants"]
+    finally:
+        monkeypatch.undo()
+        calibration.shipped.cache_clear()

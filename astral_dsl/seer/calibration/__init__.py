@@ -342,11 +342,19 @@ def read_calibration(path) -> Calibration:
 
 @lru_cache(maxsize=1)
 def shipped() -> Calibration:
-    """The shipped fit (fit.json); before any fit exists, the prior centres (never in a
-    release: tests/accuracy checks fit.json)."""
-    if FIT_FILE.exists():
-        return from_document(json.loads(FIT_FILE.read_text(encoding="utf-8")), "shipped")
-    return priors()
+    """The shipped fit: fit.json's constants, with the error bands of fit-exact.json (the same
+    fit, its runs left out by exact refits: `make calibrate-exact`) where that file is of this
+    fit, else fit.json's (the one-step estimate, between a `make calibrate` and its exact
+    refits; tests/accuracy checks that a release ships both of one fit); before any fit
+    exists, the prior centres (never in a release)."""
+    if not FIT_FILE.exists():
+        return priors()
+    doc = json.loads(FIT_FILE.read_text(encoding="utf-8"))
+    if FIT_EXACT_FILE.exists():
+        exact = json.loads(FIT_EXACT_FILE.read_text(encoding="utf-8"))
+        if all(exact.get(k) == doc.get(k) for k in ("constants", "tables", "ranges")):
+            doc = exact
+    return from_document(doc, "shipped")
 
 
 def priors() -> Calibration:
