@@ -318,7 +318,7 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
     eng = analyse(design)                                                         # 18
     diags.extend(eng.diagnostics)
     wanted = set(scenarios or ())
-    diags.extend(unknown_scenarios(design, wanted))
+    diags.extend(unknown_scenarios(design, wanted, workspace.option))
     diags.extend(too_many_scenarios(design, wanted, all_scenarios, required))
     outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios,    # 19
                                    required))
@@ -334,13 +334,14 @@ def forecast(workspace: "Workspace", design: Design, job: Optional[str] = None,
     with its failures applied (seer.forecast compiles nothing itself)."""
     from astral_dsl import seer
 
+    # a missing job is named before the scenario, both in the caller's words (workspace.option)
+    inst = seer.find_job(design, job, workspace.option)
     if scenario is None:
         return seer.forecast(design, job, **options)
-    inst = seer.find_job(design, job)               # a missing job is named before the scenario
     applied = scenario_twin(workspace, design, scenario)
     if applied is None:        # E216 (with the scenarios it could be), as `astral check` says
         raise seer.ForecastError("the design cannot be forecast under the scenario",
-                                 unknown_scenarios(design, {scenario}))
+                                 unknown_scenarios(design, {scenario}, workspace.option))
     return seer.forecast(applied.design, inst.template, applied, **options)
 
 

@@ -8,17 +8,22 @@ from typing import TYPE_CHECKING, List
 
 from astral_dsl.diagnostics import Diagnostic, Severity, did_you_mean
 from astral_dsl.model.design import Design
+from astral_dsl.semantics.overrides import Option, command_line
 
 if TYPE_CHECKING:
     from astral_dsl.analyses.engineering import Engineering
     from astral_dsl.workspace import Workspace
 
 
-def unknown_scenarios(design: Design, wanted) -> List[Diagnostic]:
+def unknown_scenarios(design: Design, wanted, option: Option = command_line
+                      ) -> List[Diagnostic]:
     """E216 for each name of `wanted` that is no scenario of the design, with the scenarios it
-    could be: what every command says of an unknown `--scenario` (exit 1)."""
+    could be: what every command says of an unknown `--scenario` (exit 1), naming it by
+    `option` (semantics/overrides.py: the command's `--scenario NAME`, the API's
+    `scenario='NAME'`)."""
     known = {s.template: s for s in design.scenarios}
-    return [Diagnostic("E216", Severity.ERROR, f"--scenario {name}: no such scenario", None,
+    return [Diagnostic("E216", Severity.ERROR,
+                       f"{option(name, flag='--scenario')}: no such scenario", None,
                        did_you_mean(name, known) or (
                            "scenarios: " + ", ".join(sorted(known)) if known
                            else "the design declares no scenario"), file=design.file)

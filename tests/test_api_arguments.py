@@ -35,12 +35,55 @@ def test_one_observed_path_is_one_path(ws, tmp_path, monkeypatch):
 
 def test_one_job_or_scenario_name_is_one_name(ws, tmp_path):
     """`jobs="nonesuch"` said `--job n: no such job`; `scenarios="tor_plane_a_rail_3"` gave
-    E216 for each of its letters, and ran no scenario."""
-    with pytest.raises(ReviewError, match="--job nonesuch: no such job"):
+    E216 for each of its letters, and ran no scenario. (The job is named as the API takes it,
+    not by the command's `--job`.)"""
+    with pytest.raises(ReviewError, match="^job='nonesuch': no such job"):
         astral_dsl.report(ws, tmp_path / "r.html", jobs="nonesuch")
     checked = astral_dsl.check(ws, scenarios="tor_plane_a_rail_3")
     assert not any(d.code == "E216" for d in checked.diagnostics)
     assert [o.name for o in checked.scenarios] == ["tor_plane_a_rail_3"]
+
+
+def test_an_unknown_job_or_scenario_is_named_as_the_api_takes_it(ws, tmp_path):
+    """Each function of the API said an unknown job or scenario in the command's words,
+    `--job nope: no such job`, `--scenario nope: ...`: a Python caller gave no `--job`. Now the
+    argument, `job='nope'`, as an override is `overrides['NAME']` (the code is the command's)."""
+    from astral_dsl.explore.search import SearchError
+
+    calls = [lambda: astral_dsl.forecast(ws, job="nope"),
+             lambda: astral_dsl.forecast(ws, scenario="nope"),
+             lambda: astral_dsl.report(ws, tmp_path / "r.html", scenario="nope"),
+             lambda: astral_dsl.sweep(POD, {"hosts_per_rack": [2]}, scenario="nope"),
+             lambda: astral_dsl.search(POD, job="nope", workers=1)]
+    said = []
+    for call in calls:
+        with pytest.raises((astral_dsl.ForecastError, ReviewError, SearchError,
+                            astral_dsl.SweepError)) as info:
+            call()
+        said += [(d.code, d.message) for d in info.value.diagnostics if d.code[0] == "E"]
+    said += [(d.code, d.message) for d in astral_dsl.check(ws, scenarios="nope").diagnostics
+             if d.code == "E216"]
+    job, scenario = ("E221", "job='nope': no such job"), ("E216", "scenario='nope': no such scenario")
+    assert said == [job, scenario, scenario, scenario, job, scenario]
+
+
+def test_the_option_of_the_caller_names_a_job_or_scenario():
+    """The one mechanism that names an override in the caller's words (semantics/overrides.py)
+    names a job or scenario too: the command's flag, the API's argument, `astral diff`'s sides
+    (`--set-a` is for overrides only)."""
+    from astral_dsl.pipeline_scenarios import unknown_scenarios
+    from astral_dsl.semantics.overrides import command_line, from_python, sided
+    from astral_dsl.seer import unknown_job
+
+    design = astral_dsl.compile(POD).design
+    assert unknown_job(design, "x").message == "--job x: no such job"
+    assert unknown_job(design, "x", from_python).message == "job='x': no such job"
+    assert unknown_job(design, "x", sided(["x"], "--set-a")).message == "--job x: no such job"
+    assert [d.message for d in unknown_scenarios(design, {"x"}, from_python)] == \
+        ["scenario='x': no such scenario"]
+    assert [d.message for d in unknown_scenarios(design, {"x"}, command_line)] == \
+        ["--scenario x: no such scenario"]
+    assert sided(["x"], "--set-a")("x") == "--set-a x"      # as before
 
 
 WRONG_KINDS = [

@@ -390,3 +390,46 @@ def test_a_job_without_a_global_batch_says_what_it_was_forecast_with(tmp_path):
             "(Megatron-LM's --global-batch-size default): state `batch { global_batch = ... }`"
             ) in fc.notes
     assert not [n for n in astral_dsl.forecast(str(small)).detail.notes if "global batch" in n]
+
+
+@pytest.mark.parametrize("window", ["１:３", "٠..٢", "1_0:2_0", " 1:3"])
+def test_a_window_is_ascii_digits(capsys, tmp_path, window):
+    """int() took Unicode digits: `--window １:３` (fullwidth) drew micro-batches 1 and 2, and
+    `1_0:2_0` was 10:20. A window is written in 0-9: anything else is a usage error naming it."""
+    out = tmp_path / "t.json"
+    code, stdout, err = call(["forecast", str(TINY), "--trace", str(out), "--window", window],
+                             capsys)
+    assert (code, stdout) == (2, "")
+    assert f"astral: error: --window expects micro-batches A..B (or A..<B), got `{window}`" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["search", "F", "--top", "１"], "argument --top: `１` is not a whole number (digits 0-9)"),
+    (["sweep", "F", "--grid", "hosts_per_rack=2", "--workers", "٢"],
+     "argument --workers: `٢` is not a whole number (digits 0-9)"),
+    (["render", "F", "--dpi", "７２"], "argument --dpi: `７２` is not a whole number (digits 0-9)"),
+    (["synth", "F", "-o", "o.csv", "--seed", "1_0"],
+     "argument --seed: `1_0` is not a whole number (digits 0-9)"),
+    (["synth", "F", "-o", "o.csv", "--drift", "０.５"],
+     "argument --drift: `０.５` is not a number (digits 0-9, a point)"),
+    (["diagnose", "F", "--observed", "x", "--jobs", "２"],
+     "argument --jobs: `２` is not a whole number (digits 0-9)"),
+    (["lsp", "--timeout", "２０"], "argument --timeout: `２０` is not a number (digits 0-9, a point)"),
+])
+def test_every_numeric_option_is_ascii_digits(capsys, tmp_path, argv, said):
+    """argparse's type=int and type=float took `１` (fullwidth) and `٢` (Arabic-Indic) as 1 and
+    2, and `1_0` as 10: each option that takes a number (cli.common.whole, number) refuses
+    them, naming itself."""
+    argv = [str(TINY) if a == "F" else str(tmp_path / a) if a == "o.csv" else a for a in argv]
+    code, stdout, err = call(argv, capsys)
+    assert (code, stdout) == (2, "")
+    assert f"astral: error: {said}\n" in err
+
+
+def test_an_option_s_numbers_in_ascii_are_read_as_before():
+    from astral_dsl.cli.common import number, whole
+
+    assert [whole(t) for t in ("0", "12", "-3", "+4")] == [0, 12, -3, 4]
+    assert [number(t) for t in ("1.5", ".5", "5.", "1e-3", "-2")] == [1.5, 0.5, 5.0, 0.001, -2.0]
+    assert number("inf") == float("inf")       # (--timeout's own bounds refuse it)

@@ -149,7 +149,11 @@ def _no_traceback(response: dict) -> None:
 
 BAD_POSITIONS = [{"line": -1, "character": 0}, {"line": 0, "character": -1},
                  {"line": 2 ** 31, "character": 0}, {"line": 10 ** 30, "character": 0},
-                 {"line": "a", "character": 0}, {"line": 0}]
+                 {"line": "a", "character": 0}, {"line": 0},
+                 # read as line 1, column 4, line 1 and line 1 (cattrs took them for ints): a
+                 # hover at line 1.5 was answered with line 1's
+                 {"line": 1.5, "character": 0}, {"line": 0, "character": 4.5},
+                 {"line": "1", "character": 0}, {"line": True, "character": 0}]
 
 
 def test_invalid_params_get_an_error_response(server):
@@ -170,9 +174,11 @@ def test_invalid_params_get_an_error_response(server):
                    {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 4}}):
         r = client.request("textDocument/references", params)    # the last: no `context`
         assert r["error"]["code"] == -32602, (params, r)
-    # the server still answers a good request: `G` of `gpu G` at line 0, column 4
+    # the server still answers a good request: `G` of `gpu G` at line 0, column 4 (an integer
+    # written with a point is one)
     r = client.request("textDocument/hover", _hover(uri))
     assert "G" in r["result"]["contents"]["value"]
+    assert client.request("textDocument/hover", _hover(uri, 0.0, 4.0))["result"] == r["result"]
 
 
 def test_an_unknown_document_is_an_error_not_a_file_read(server):

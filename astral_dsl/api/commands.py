@@ -328,7 +328,8 @@ def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] =
             "files, or folders that hold them")])
     return _diagnose.diagnose(design, observe.load(files), job=job,
                               order=order, timers=timers,
-                              calibration=calibration_of(calibration))
+                              calibration=calibration_of(calibration),
+                              option=from_python)                 # `job='NAME'`
 
 
 def score_runs(table: PathLike, calibration=None,

@@ -74,9 +74,9 @@ def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
         if name not in known_jobs:
             from astral_dsl.seer import unknown_job
 
-            missing = unknown_job(design, name)
+            missing = unknown_job(design, name, ws.option)
             raise ReviewError(f"{missing.message} ({missing.hint})", [missing])
-    unknown = unknown_scenarios(design, {scenario}) if scenario is not None else []
+    unknown = unknown_scenarios(design, {scenario}, ws.option) if scenario is not None else []
     if unknown:
         raise ReviewError(f"{unknown[0].message} ({unknown[0].hint})", unknown)
     step("checking the design and every scenario")

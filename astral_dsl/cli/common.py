@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import Dict, List, Optional
 
@@ -16,6 +17,34 @@ class Parser(argparse.ArgumentParser):
         sys.stderr.write(f"astral: error: {message}\n")
         _usage_document(message)
         raise SystemExit(EXIT_USAGE)
+
+
+# A number an option takes, in ASCII: int() and float() take Unicode digits too (`１２`, `٨`),
+# and `1_000` or ` 12 `, which no option means; argparse names the option the value was given to
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|nan)",
+                     re.IGNORECASE)
+
+
+def whole(text: str) -> int:
+    """An option's whole number (`type=whole`): ASCII digits 0-9, a sign before them."""
+    if not _WHOLE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"`{_said(text)}` is not a whole number (digits 0-9)")
+    return int(text)
+
+
+def number(text: str) -> float:
+    """An option's number (`type=number`): ASCII digits 0-9, a sign, a point, an exponent (and
+    `inf` or `nan`, which the option's own bounds refuse where they matter)."""
+    if not _NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"`{_said(text)}` is not a number (digits 0-9, a point)")
+    return float(text)
+
+
+def _said(text: str) -> str:
+    from astral_dsl.diagnostics import excerpt
+
+    return excerpt(text)            # a 1 MB argument is not echoed whole
 
 
 # What a usage error also writes on standard output when the command was given `--format json`

@@ -16,7 +16,7 @@ import sys
 from astral_dsl.cli.common import (EXIT_OK, accepted_apart, add_calibration, add_common, colour,
                                    open_path,
                                    print_diagnostics, unreadable, usage, design_written_over,
-                                   written_over)
+                                   whole, written_over)
 from astral_dsl.regularfile import output
 
 NAME = "diagnose"
@@ -44,7 +44,7 @@ def register(sub) -> None:
                         "'astral-dsl[hta]'; about a second or two a trace)")
     d.add_argument("-o", "--output", metavar="DIAGNOSIS.json",
                    help="also write the diagnosis as JSON (for `astral render --highlight`)")
-    d.add_argument("--jobs", type=int, metavar="N",
+    d.add_argument("--jobs", type=whole, metavar="N",
                    help="processes reading the observed files, at most 1,024 "
                         "(default: one per core, from 64 files on); the diagnosis is the same "
                         "whatever N")

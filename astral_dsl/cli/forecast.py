@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import sys
+from argparse import ArgumentTypeError
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, accepted_apart,
                                    add_common, add_schema, colour, open_path, plot_failure,
                                    plotted, print_diagnostics, schema_first, unreadable, usage,
-                                   design_written_over, written_over)
+                                   design_written_over, whole, written_over)
 from astral_dsl.regularfile import output
 
 NAME = "forecast"
@@ -45,14 +46,14 @@ def _window(text):
         return None
     if "..<" in text:
         a, _, b = text.partition("..<")
-        lo, hi = int(a), int(b)
+        lo, hi = whole(a), whole(b)
     elif ".." in text:
         a, _, b = text.partition("..")
-        lo, hi = int(a), int(b) + 1
+        lo, hi = whole(a), whole(b) + 1
     else:
         a, colon, b = text.partition(":")
-        lo = int(a or 0)
-        hi = int(b) if b else None if colon else lo + 1
+        lo = whole(a or "0")
+        hi = whole(b) if b else None if colon else lo + 1
     if lo < 0 or (hi is not None and hi <= lo):
         raise ValueError(text)
     return lo, hi
@@ -74,7 +75,7 @@ def run(args, overrides) -> int:
             return clobbers
     try:
         window = _window(args.window)
-    except ValueError:
+    except (ValueError, ArgumentTypeError):          # `１:３`: ASCII digits only (common.whole)
         return usage(f"--window expects micro-batches A..B (or A..<B), got `{args.window}`")
     if args.window and not (args.trace or args.plot):      # (it would be ignored)
         return usage("--window picks the micro-batches of --trace or --plot: give one of them")

@@ -1,6 +1,8 @@
 """`astral lsp`: the language server over standard input and output (astral_dsl/lsp)."""
 from __future__ import annotations
 
+from astral_dsl.cli.common import number
+
 NAME = "lsp"
 HELP = "run the language server (LSP over stdio) for editors"
 
@@ -9,9 +11,9 @@ def register(sub) -> None:
     p = sub.add_parser(NAME, help=HELP)
     p.add_argument("--stdio", action="store_true",
                    help="talk LSP over standard input/output (the default and only transport)")
-    p.add_argument("--debounce", type=float, default=0.3, metavar="SECONDS",
+    p.add_argument("--debounce", type=number, default=0.3, metavar="SECONDS",
                    help="wait this long after the last change before checking (default 0.3)")
-    p.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=number, default=20.0, metavar="SECONDS",
                    help="stop an analysis or a request that takes longer (default 20)")
 
 

@@ -29,38 +29,35 @@ def empty(args) -> Optional[str]:
                 None)
 
 
-# the options that name a job, a scenario or a part of the design (a str, or a list when
-# repeated): `astral synth --part ""` was refused as a --part given with no --fault
-_NAMED = (("job", "--job", "job"), ("scenario", "--scenario", "scenario"),
-          ("part", "--part", "part"))
-
-
-# the options that give a value, empty (`--cluster "$SCHEDULER"` with SCHEDULER unset): each
-# was taken as not given, in silence (a search ran on this machine's cores, not the cluster's;
-# --gpus split the job's own count, --life took 4 years, --order the job's, --window every
-# micro-batch), or read as a name (`--by-source : no table of that name`)
-_VALUES = (("cluster", "--cluster", "it names no scheduler (leave --cluster out to run on this "
-                                    "machine)"),
-           ("gpus", "--gpus", "it gives no GPU count"),
-           ("life", "--life", "it gives no write-off period"),
-           ("order", "--order", "it gives no rank order"),
-           ("window", "--window", "it gives no micro-batches"),
-           ("x", "--x", "it names no column"), ("y", "--y", "it names no column"),
-           ("by_source", "--by-source", "it names no table"))
+# the options that name a job, a scenario or a part of the design, or give a value, by their
+# argparse dest (a str, or a list when repeated), and what an empty one says. An empty name
+# (`--job "$JOB"` with JOB unset) was looked up as a name, `--job : no such job` (E221), and
+# `astral synth --part ""` refused as a --part given with no --fault; an empty value
+# (`--cluster "$SCHEDULER"` with SCHEDULER unset) was taken as not given, in silence (a search
+# ran on this machine's cores, not the cluster's; --gpus split the job's own count, --life took
+# 4 years, --order the job's, --window every micro-batch), or read as a name (`--by-source :
+# no table of that name`)
+_NAMED, _VALUE = "the name is empty: it names no", "the value is empty:"
+_EMPTY = (("job", "--job", f"{_NAMED} job"), ("scenario", "--scenario", f"{_NAMED} scenario"),
+          ("part", "--part", f"{_NAMED} part"),
+          ("cluster", "--cluster", f"{_VALUE} it names no scheduler (leave --cluster out to "
+                                   f"run on this machine)"),
+          ("gpus", "--gpus", f"{_VALUE} it gives no GPU count"),
+          ("life", "--life", f"{_VALUE} it gives no write-off period"),
+          ("order", "--order", f"{_VALUE} it gives no rank order"),
+          ("window", "--window", f"{_VALUE} it gives no micro-batches"),
+          ("x", "--x", f"{_VALUE} it names no column"),
+          ("y", "--y", f"{_VALUE} it names no column"),
+          ("by_source", "--by-source", f"{_VALUE} it names no table"))
 
 
 def empty_name(args) -> Optional[str]:
-    """Why an option naming a job, a scenario or a part names none (`--job ""`, as
-    `--job "$JOB"` with JOB unset), or one giving a value gives none (_VALUES), or None: it
-    was looked up as a name, `--job : no such job` (E221)."""
-    for name, flag, what in _NAMED:
+    """Why an option naming a job, a scenario or a part names none (`--job ""`), or one giving
+    a value gives none, or None (_EMPTY)."""
+    for name, flag, why in _EMPTY:
         given = getattr(args, name, None)
         if given == "" or (isinstance(given, list) and "" in given):
-            return f"{flag}: the name is empty: it names no {what}"
-    for name, flag, why in _VALUES:
-        given = getattr(args, name, None)
-        if given == "" or (isinstance(given, list) and "" in given):
-            return f"{flag}: the value is empty: {why}"
+            return f"{flag}: {why}"
     return None
 
 

@@ -13,7 +13,7 @@ import sys
 from typing import Optional
 
 from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, \
-    checked, colour, print_diagnostics, unreadable, usage
+    checked, colour, print_diagnostics, unreadable, usage, whole
 
 NAME = "render"
 HELP = "draw the design: network, power one-line or cooling diagram (SVG, PNG, PDF, DOT)"
@@ -39,7 +39,7 @@ def register(sub) -> None:
     r.add_argument("--highlight", metavar="DIAGNOSIS.json",
                    help="draw the suspects of `astral diagnose -o DIAGNOSIS.json` in red (rack "
                         "and pod views)")
-    r.add_argument("--dpi", type=int, default=None,
+    r.add_argument("--dpi", type=whole, default=None,
                    help=f"resolution of a PNG, 1 to {MAX_DPI} (default 96)")
     add_common(r, formats=())
 

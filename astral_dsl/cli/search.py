@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
-                                   colour, print_diagnostics, schema_first, usage)
+                                   colour, print_diagnostics, schema_first, usage, whole)
 
 NAME = "search"
 HELP = "rank the parallel configurations of a job by its forecast"
@@ -23,7 +23,7 @@ def register(sub) -> None:
     s.add_argument("--objective", default="tokens_per_s",
                    choices=["tokens_per_s", "iteration_time", "cost_per_token"],
                    help="what ranks first (default: tokens_per_s); cost_per_token needs prices")
-    s.add_argument("--top", type=int, default=10, metavar="K",
+    s.add_argument("--top", type=whole, default=10, metavar="K",
                    help="how many configurations to rank, at most 1,000 (default: 10)")
     s.add_argument("--gpus", metavar="COUNTS",
                    help="GPU counts to split, e.g. 512,1024 or 256..1024:256 (default: the "

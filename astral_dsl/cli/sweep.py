@@ -5,7 +5,7 @@ import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
                                    colour, plot_failure, plotted, print_diagnostics,
-                                   schema_first, usage, written_over)
+                                   schema_first, usage, whole, written_over)
 
 NAME = "sweep"
 HELP = "evaluate a design over a grid of parameter values"
@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 
 def add_engine_options(p) -> None:
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--workers", type=whole, metavar="N",
                    help="local worker processes, at most 1,024 (default: every core)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="run on an existing Dask cluster: tls://scheduler:8786 with the "

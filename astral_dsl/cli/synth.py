@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, accepted_apart, \
-    add_calibration, add_common, colour, open_path, print_diagnostics, unreadable, usage
+    add_calibration, add_common, colour, number, open_path, print_diagnostics, unreadable, \
+    usage, whole
 
 NAME = "synth"
 HELP = "a drill: a job's observed data with an injected fault, for `astral diagnose`"
@@ -38,16 +39,16 @@ def register(sub) -> None:
                         "first-tier switch (tor), an upper-tier switch (agg), an uplink "
                         "`tor -- agg[j]` (uplink), a NIC link `port -- switch` (link_flap, "
                         "partial); with several --fault, one each, in their order")
-    s.add_argument("--severity", type=float, metavar="X", action="append",
+    s.add_argument("--severity", type=number, metavar="X", action="append",
                    help="gpu: compute x (1 + X); fast: X times faster; others: the part's "
                         "rate x X (default: drawn as the proof draws it); with several "
                         "--fault, one each, in their order")
-    s.add_argument("--seed", type=int, default=0, help="the noise, the clocks and the part")
-    s.add_argument("--iterations", type=int, default=3)
+    s.add_argument("--seed", type=whole, default=0, help="the noise, the clocks and the part")
+    s.add_argument("--iterations", type=whole, default=3)
     s.add_argument("--timers", choices=("kernels", "megatron"), default="kernels",
                    help="a rank log's compute rows: the GPU's compute (forward, backward) or "
                         "Megatron-LM's forward-compute/backward-compute wall time")
-    s.add_argument("--drift", type=float, default=0.0, metavar="PPM",
+    s.add_argument("--drift", type=number, default=0.0, metavar="PPM",
                    help="hosts' clocks drift up to this many ppm either way (default 0; at "
                         "most 250: diagnose tolerates 500 ppm between a clock and the median)")
     s.add_argument("--quiet-answer", action="store_true",

@@ -29,6 +29,7 @@ from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, unco
     _uncompared, unforecast_dp as _unforecast_dp, unnamed_dp as _unnamed_dp
 from astral_dsl.diagnose.model import ClockFit, Diagnosis, Suspect
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.semantics.overrides import command_line
 from astral_dsl.observe.said import ranges
 from astral_dsl.observe.records import OP_INDEX, totals
 
@@ -40,15 +41,15 @@ class DiagnoseError(Exception):
         self.diagnostics = list(diagnostics)
 
 
-def job_and_forecast(design, job: Optional[str], calibration=None):
+def job_and_forecast(design, job: Optional[str], calibration=None, option=command_line):
     """(job instance, forecast or None, JobSpec, diagnostics); forecast with `calibration`
-    (default: the shipped fit)."""
+    (default: the shipped fit); an unknown job named by `option` (seer.unknown_job)."""
     from astral_dsl import seer
     from astral_dsl.seer.job import job_spec
     from astral_dsl.analyses.walk import Resolver
 
     try:
-        inst = seer.find_job(design, job)
+        inst = seer.find_job(design, job, option)
     except seer.ForecastError as exc:       # no job, or an unknown --job (E221)
         raise DiagnoseError(str(exc), exc.diagnostics) from None
     diags: List[Diagnostic] = []
@@ -94,17 +95,18 @@ ORDER_HINT = ("name the parallel dimensions tp, cp, ep, dp and pp once each, fas
 
 def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] = None,
              timers: str = "auto", streams_idle: Optional[Dict] = None,
-             calibration=None) -> Diagnosis:
+             calibration=None, option=command_line) -> Diagnosis:
     """`timers`: what the compute columns measure (compute.py): `auto` reads it from the data
     (Megatron-LM's timer names), `compute` or `megatron` says it. `streams_idle`: per rank,
     HolisticTraceAnalysis's idle time by cause (observe.hta), for the breakdown.
-    `calibration`: the fit the forecast is priced with (default: the shipped one)."""
+    `calibration`: the fit the forecast is priced with (default: the shipped one); `option`:
+    how an unknown `job` is named (semantics/overrides.py: `--job NAME`, the API's `job=`)."""
     if timers not in TIMERS:          # as a field's value none of its options (E311)
         raise DiagnoseError(*_refused("E311", f"timers `{timers}` is none of "
                                       f"{', '.join(TIMERS)}", design.file,
                                       "`auto` reads them from the data (Megatron-LM's timer "
                                       "names); `compute` or `megatron` says it"))
-    inst, fc, spec, diags = job_and_forecast(design, job, calibration)
+    inst, fc, spec, diags = job_and_forecast(design, job, calibration, option)
     p = spec.parallel
     try:
         rm = rankmap_mod.build(design, inst, _sizes(p), order or _order(p))

@@ -160,12 +160,12 @@ def plan(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = 
     if job is not None and job not in [j.template for j in base.jobs]:
         from astral_dsl.seer import unknown_job
 
-        unknown = unknown_job(base, job)
+        unknown = unknown_job(base, job, set_option)
         raise SweepError(f"{unknown.message} ({unknown.hint})", [unknown])
     if scenario is not None:
         from astral_dsl.pipeline_scenarios import unknown_scenarios
 
-        unknown = unknown_scenarios(base, {scenario})
+        unknown = unknown_scenarios(base, {scenario}, set_option)
         if unknown:
             raise SweepError(f"{unknown[0].message} ({unknown[0].hint})", unknown)
     return Plan(base.file, grids, base, bundle, sets, options, priceable=priceable)

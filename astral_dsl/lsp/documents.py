@@ -26,7 +26,7 @@ from astral_dsl.lsp.positions import Lines
 from astral_dsl.lsp.project import by_real_path, path_uri, real_path, uri_path
 from astral_dsl.lsp.published import (converted, failed_analysis, memory_analysis, stopped_analysis,
                                       uncompiled)
-from astral_dsl.lsp.protocol import AstralProtocol, NotOpen, RequestFailed
+from astral_dsl.lsp.protocol import AstralProtocol, NotOpen, RequestFailed, converter
 
 log = logging.getLogger("astral.lsp")
 
@@ -36,7 +36,8 @@ TIMEOUT = 20.0            # seconds an analysis or a request may take (`astral l
 
 class AstralServer(FileEvents, LanguageServer):
     def __init__(self, debounce: float = 0.3, timeout: float = TIMEOUT):
-        super().__init__("astral", __version__, protocol_cls=AstralProtocol)
+        super().__init__("astral", __version__, protocol_cls=AstralProtocol,
+                         converter_factory=converter)
         self.debounce = debounce
         self.timeout = timeout
         self.latest: Dict[str, Analysis] = {}          # uri -> analysis of its latest text

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.protocol.language_server import lsp_method
 
 from astral_dsl.line_ends import lines_kept
@@ -40,8 +40,8 @@ class _Dropped:
 
 
 class AstralProtocol(LanguageServerProtocol):
-    """pygls's protocol, but a request whose params do not validate (a negative position, a
-    string for a number, missing or null params) is answered with InvalidParams instead of
+    """pygls's protocol, but a request whose params do not validate (a negative or fractional
+    position, a string for a number (`converter`), missing or null params) is answered with InvalidParams instead of
     being dropped (which leaves the client waiting for good), a message that is no JSON-RPC
     message InvalidRequest, a request before `initialize` ServerNotInitialized, and no error
     response carries a traceback."""
@@ -256,6 +256,31 @@ def _invalid(data: dict) -> Optional[str]:
         return ("a message names a `method` (a request, a notification) or holds a `result` or "
                 "an `error` (a response)")
     return None
+
+
+def converter():
+    """pygls's converter of messages to lsprotocol's types, but an integer of the protocol (a
+    position's `line` and `character`, a document's `version`, a `tabSize`) is a JSON integer:
+    cattrs read 1.5 as 1, and "1" and true as 1, so a hover at line 1.5 answered line 1's. Any
+    other value fails the params' validation (InvalidParams, as for a negative line)."""
+    made = default_converter()
+    made.register_structure_hook(int, _integer)
+    made.register_structure_hook(bool, _boolean)    # (int's hook would serve its subclass)
+    return made
+
+
+def _integer(value, _type) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():    # 2.0: an integer, written so
+        return int(value)
+    raise ValueError(f"an integer, not {json.dumps(value)[:40]}")
+
+
+def _boolean(value, _type) -> bool:
+    if isinstance(value, bool):             # (lsprotocol's validators refuse any other value)
+        return value
+    raise ValueError(f"true or false, not {json.dumps(value)[:40]}")
 
 
 def _json_type(value) -> str:

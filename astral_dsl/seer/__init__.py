@@ -20,6 +20,8 @@ import sys
 import types
 from typing import TYPE_CHECKING, Optional
 
+from astral_dsl.semantics.overrides import command_line
+
 if TYPE_CHECKING:
     from astral_dsl.seer.forecast import Forecast
 
@@ -79,14 +81,15 @@ class ForecastError(Exception):
         super().__init__(message)
 
 
-def find_job(design, name: Optional[str] = None):
+def find_job(design, name: Optional[str] = None, option=command_line):
     """The job `name` of the design (default: the first declared). ForecastError when the
-    design declares none (E758) or none of that name (E221, unknown_job): its `diagnostics`."""
+    design declares none (E758) or none of that name (E221, unknown_job, naming it by
+    `option`): its `diagnostics`."""
     if name is not None:
         for job in design.jobs:
             if job.template == name:
                 return job
-        unknown = unknown_job(design, name)
+        unknown = unknown_job(design, name, option)
         raise ForecastError(f"no job `{name}` in the design", [unknown])
     if not design.jobs:             # the design's, not the command line's: E758, exit 1
         from astral_dsl.diagnostics import Diagnostic, Severity
@@ -100,11 +103,12 @@ def find_job(design, name: Optional[str] = None):
 MAX_JOBS_LISTED = 20        # the hint of E221 names at most this many of the design's jobs
 
 
-def unknown_job(design, name: str):
+def unknown_job(design, name: str, option=command_line):
     """E221 for a `--job NAME` the design does not declare, its hint naming the jobs it
     declares (the closest first, as "did you mean"): what every command that takes `--job`
     says of it (`astral forecast`, `sweep`, `search`, `diagnose`, `synth`, `report`), and the
-    `diagnostics` of the Python API's error."""
+    `diagnostics` of the Python API's error. `option` names the job given in the caller's
+    words (semantics/overrides.py): the command's `--job NAME`, the API's `job='NAME'`."""
     from astral_dsl.diagnostics import Diagnostic, Severity, did_you_mean
 
     known = [j.template for j in design.jobs]
@@ -115,7 +119,8 @@ def unknown_job(design, name: str):
             f" and {len(known) - MAX_JOBS_LISTED} more" if len(known) > MAX_JOBS_LISTED else "")
         close = did_you_mean(name, known)
         hint = f"{close} jobs: {listed}" if close else f"jobs: {listed}"
-    return Diagnostic("E221", Severity.ERROR, f"--job {name}: no such job", None, hint,
+    return Diagnostic("E221", Severity.ERROR, f"{option(name, flag='--job')}: no such job",
+                      None, hint,
                       file=design.file)
 
 

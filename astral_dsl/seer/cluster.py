@@ -34,7 +34,7 @@ from astral_dsl.seer.job_tiers import hosts_of_job, job_scopes, tiers_of
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.model.values import Group, concat
-from astral_dsl.units import Quantity
+from astral_dsl.units import Quantity, format_number
 
 BITS = 8.0
 
@@ -51,9 +51,11 @@ class Cluster:
     # `hosts_per_rack = N`: (N, racks with GPUs, the first with fewer than N hosts (template,
     # hosts) or None, the placement as written; job_racks.usable), for the checks (E772)
     per_rack: Optional[Tuple[int, int, Optional[Tuple[str, int]], str]] = None
-    # the job's GPUs whose figures are not the first's, which every one is priced as (W773):
-    # (how many, their GpuSpec), in the placement's order; () when all are alike
-    unlike: Tuple[Tuple[int, GpuSpec], ...] = ()
+    # the job's GPUs whose figures, or whose host's NICs, are not the first's, which every one
+    # is priced as (W773): (how many, their GpuSpec, their host's NICs as `said_nics` says them,
+    # "" when as the first's), in the placement's order; () when all are alike
+    unlike: Tuple[Tuple[int, GpuSpec, str], ...] = ()
+    nics: str = ""          # the first host's NICs, as said_nics says them (W773 names them)
 
 
 def _q(inst, name, default=0.0) -> float:
@@ -173,7 +175,9 @@ def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]
         p = nic.field("protocol")
         protocol = getattr(p, "name", protocol)
     spec = gpu_spec(gpu, host, cache)
-    unlike = _unlike(pairs, gpu, None if n_rack is not None else (ranks or gpus), cache)
+    first_nics = nics_read(host, cache)
+    unlike = _unlike(pairs, gpu, first_nics, None if n_rack is not None else (ranks or gpus),
+                     cache)
     net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol,
                   domain_note + pxn_note, worst, cut)
     healthy = None
@@ -182,28 +186,90 @@ def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]
         healthy = attrs.evolve(net, worst=(),
                                tiers=tuple(tiers_of(design, plain, layout, hosts, cache, spans))
                                if plain else ())
-    return Cluster(spec, net, gpus, hosts, name, healthy, damaged, per_rack, unlike)
+    return Cluster(spec, net, gpus, hosts, name, healthy, damaged, per_rack, unlike,
+                   said_nics(first_nics) if unlike else "")
 
 
-def _unlike(pairs, first, ranks: Optional[int], cache: dict):
+def _unlike(pairs, first, first_nics: tuple, ranks: Optional[int], cache: dict):
     """The job's GPUs (the first `ranks` of its placement; None: all of them, as with
     `hosts_per_rack`, whose hosts are the first of each rack) whose figures Seer reads differ
-    from the first GPU's, by which every rank is priced: (count, spec) per distinct figures (the
-    GPUs' own, their hosts' NVLink and memory aside). A design of two kinds of GPU, or a
-    scenario that sets a field of some of them (`power`, a cap), had its forecast priced as the
-    first GPU alone, and said nothing."""
+    from the first GPU's, or whose host's NICs (nics_read) differ from the first host's, by
+    which every rank is priced: (count, spec, their NICs said or "") per distinct figures (the
+    GPUs' own and their hosts' NICs, the hosts' NVLink and memory aside). A design of two kinds
+    of GPU, or of host NICs (8 x 400 Gb/s and 4 x 200 Gb/s), or a scenario that sets a field of
+    some of them (`power`, a cap, a `port_speed`), had its forecast priced as the first GPU and
+    host alone, and said nothing."""
     placed = concat([group_of(inst, ("gpu",), cache).repeat(c) for c, inst in pairs])
     used = placed.slice(0, ranks) if ranks is not None else placed
-    mine, out = attrs.evolve(gpu_spec(first), name=""), {}
-    for count, gpu in used.flat():
-        if gpu is first:
+    mine, out = (attrs.evolve(gpu_spec(first), name=""), first_nics), {}
+    for count, gpu, nics in _with_nics(pairs, placed, used, first_nics, cache):
+        if gpu is first and nics == first_nics:
             continue
         other = gpu_spec(gpu)
-        figures = attrs.evolve(other, name="")
+        figures = (attrs.evolve(other, name=""), nics)
         if figures != mine:
-            seen = out.setdefault(figures, [0, other])
+            seen = out.setdefault(figures, [0, other, "" if nics == first_nics
+                                            else said_nics(nics)])
             seen[0] += count
-    return tuple((c, other) for c, other in out.values())
+    return tuple((c, other, nics) for c, other, nics in out.values())
+
+
+def _with_nics(pairs, placed, used, first_nics: tuple, cache: dict):
+    """(count, GPU, its host's NICs) of the job's GPUs `used` (the first of `placed`): all with
+    the first host's NICs when the hosts' NICs are alike (or some GPUs are in no host, whose
+    order is then not the hosts'), else host by host in the placement's order."""
+    hosts = concat([group_of(inst, ("host",), cache).repeat(c) for c, inst in pairs])
+    alike = all(nics_read(h, cache) == first_nics for _, h in hosts.flat())
+    if alike or sum(c * count_of(h, ("gpu",), cache) for c, h in hosts.flat()) != placed.count:
+        return ((c, gpu, first_nics) for c, gpu in used.flat())
+    return _host_by_host(hosts, used.count, cache)
+
+
+def _host_by_host(hosts, left: int, cache: dict):
+    """(count, GPU, its host's NICs) of the first `left` GPUs of `hosts`, a run of alike hosts
+    at a time (a run's last host may be the job's in part)."""
+    for count, host in _in_order(hosts):
+        if left <= 0:
+            return
+        gpus = group_of(host, ("gpu",), cache)
+        if not gpus.count:
+            continue
+        nics = nics_read(host, cache)
+        whole = min(count, left // gpus.count)
+        if whole:
+            yield from ((c * whole, gpu, nics) for c, gpu in gpus.flat())
+        left -= whole * gpus.count
+        if whole < count and 0 < left < gpus.count:
+            yield from ((c, gpu, nics) for c, gpu in gpus.slice(0, left).flat())
+            left = 0
+
+
+def _in_order(group):
+    """The runs (count, instance) of a Group in its order (Group.flat sums them by instance)."""
+    for run in group.runs:
+        if isinstance(run.item, Group):
+            for _ in range(run.count):
+                yield from _in_order(run.item)
+        else:
+            yield run.count, run.item
+
+
+def nics_read(host, cache: dict) -> tuple:
+    """What Seer reads of a host's NICs (_cluster_of): per run of alike NICs, in order, (how
+    many, port speed, ports, protocol)."""
+    if host is None:
+        return ()
+    return tuple((c, _q(nic, "port_speed"), int(_q(nic, "ports", 1) or 1),
+                  getattr(nic.field("protocol"), "name", None) or "")
+                 for c, nic in group_of(host, ("nic",), cache).flat())
+
+
+def said_nics(nics: tuple) -> str:
+    """A host's NICs as nics_read reads them, for a message: `8 x 400 Gb/s infiniband`,
+    `4 x 2 ports of 200 Gb/s`, `none`."""
+    return ", ".join(f"{c:,} x " + (f"{ports} ports of " if ports > 1 else "")
+                     + f"{format_number(speed / 1e9)} Gb/s" + (f" {protocol}" if protocol else "")
+                     for c, speed, ports, protocol in nics) or "none"
 
 
 _FABRICS: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()

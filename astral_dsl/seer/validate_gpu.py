@@ -130,17 +130,27 @@ _FIGURES = (("flops", "peak FLOP/s"), ("memory", "memory"), ("hbm_bw", "memory b
             ("arch", "architecture"), ("host_bw", "host bandwidth"))
 
 
+def _kind(count: int, gpu, nics: str, first, first_nics: str) -> str:
+    """`8 `B200``, `8 `H100_SXM` with another power`, `8 `H100_SXM` on hosts whose NICs are
+    4 x 200 Gb/s, not the first's 8 x 400 Gb/s`: what differs of `count` GPUs (unlike)."""
+    other = [w for f, w in _FIGURES if getattr(gpu, f) != getattr(first, f)] \
+        if gpu.name == first.name else []
+    said = f"{_n(count)} `{gpu.name}`" + (" with another " + " and ".join(other) if other else "")
+    if nics:
+        said += f"{',' if other else ''} on hosts whose NICs are {nics}, not the first's " \
+                f"{first_nics}"
+    return said
+
+
 def unlike(design, job, cluster: Cluster, ranks: int) -> List[Diagnostic]:
     """W773 when the job's GPUs are not all alike (cluster.unlike): Seer prices every rank as
-    the first GPU of its placement, so the others' figures change nothing in the forecast (a
-    slower kind, a scenario's power cap on some of them)."""
+    the first GPU of its placement, and its host's NICs, so the others' figures change nothing
+    in the forecast (a slower kind, a scenario's power cap on some of them, hosts of other
+    NICs)."""
     if not cluster.unlike:
         return []
-    first, others = cluster.gpu, sum(c for c, _ in cluster.unlike)
-    kinds = ", ".join(
-        f"{_n(c)} `{g.name}`" + ("" if g.name != first.name else " with another " + " and ".join(
-            w for f, w in _FIGURES if getattr(g, f) != getattr(first, f)))
-        for c, g in cluster.unlike)
+    first, others = cluster.gpu, sum(c for c, _, _ in cluster.unlike)
+    kinds = ", ".join(_kind(c, g, nics, first, cluster.nics) for c, g, nics in cluster.unlike)
     return [_warn("W773", f"job `{job.template}`: Seer prices all {_n(ranks)} of its GPUs as the "
                           f"first, `{first.name}`, and {_n(others)} differ: {kinds}; the forecast "
                           f"does not see them",

@@ -29,28 +29,36 @@ def command_line(name: str, value: Optional[str] = None, flag: str = "--set",
     """The override of the parameter `name` in the command's words, `--set NAME`, or given
     with `value`, `--set NAME=VALUE` (with `shell`, `NAME=VALUE` quoted for a POSIX shell, to
     paste): how the messages and hints of an override name it (each `option` below; the API
-    passes `from_python`, as explore.search.run's `option`; `astral diff` one of `sided`)."""
+    passes `from_python`, as explore.search.run's `option`; `astral diff` one of `sided`).
+    With another `flag`, a name given to that option: `--job NAME` (seer.unknown_job),
+    `--scenario NAME` (pipeline_scenarios.unknown_scenarios)."""
     if value is None:
         return f"{flag} {name}"
     return f"{flag} {shlex.quote(f'{name}={value}') if shell else f'{name}={value}'}"
 
 
-def sided(names, flag: str) -> "Option":
-    """`command_line`, but an override among `names` is named by `flag`: `astral diff`'s
+def sided(names, side_flag: str) -> "Option":
+    """`command_line`, but an override among `names` is named by `side_flag`: `astral diff`'s
     `--set-a NAME` for a value given to A only (`--set` gives one to both sides)."""
     own = set(names) | {excerpt(n, NAME_WIDTH) for n in names}      # E213 names a long one cut
 
-    def option(name: str, value: Optional[str] = None, shell: bool = False) -> str:
-        return command_line(name, value, flag if name in own else "--set", shell)
+    def option(name: str, value: Optional[str] = None, shell: bool = False,
+               flag: str = "--set") -> str:
+        return command_line(name, value, side_flag if flag == "--set" and name in own else flag,
+                            shell)
     return option
 
 
-def from_python(name: str, value: Optional[str] = None, shell: bool = False) -> str:
+def from_python(name: str, value: Optional[str] = None, shell: bool = False,
+                flag: str = "--set") -> str:
     """`command_line` in the API's words: `overrides['NAME']` (the mapping that `load`,
     `compile` and the commands' functions take, which `Workspace.with_params` adds to), or
     given with `value`, `with_params(NAME='VALUE')` (a str is read as `--set` reads its text;
     a plain number is given as one, `with_params(NAME=4)`, and the placeholder `...` as
-    itself; quoted as Python's, whatever `shell`)."""
+    itself; quoted as Python's, whatever `shell`). A name the command gives another `flag`
+    is the argument of that name: `job='NAME'` for `--job NAME`, `scenario='NAME'`."""
+    if flag != "--set":
+        return f"{flag.lstrip('-')}={name!r}"
     if value is None:
         return f"overrides[{name!r}]"
     return f"with_params({name}={value if _PLAIN.fullmatch(value) else repr(value)})"
@@ -60,7 +68,8 @@ def from_python(name: str, value: Optional[str] = None, shell: bool = False) -> 
 _PLAIN = re.compile(r"-?[0-9]+(\.[0-9]+)?|\.\.\.")
 
 
-Option = Callable[..., str]         # command_line, from_python or one of sided
+# command_line, from_python or one of sided: option(NAME, VALUE=None, shell=False, flag="--set")
+Option = Callable[..., str]
 
 # the longest parameter name a message repeats (a longer one is cut to its start and end)
 NAME_WIDTH = 60

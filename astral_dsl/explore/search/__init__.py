@@ -145,7 +145,7 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         raise SearchError("the design has errors", said)
     setup = Setup(tuple(sorted(sets.items())), job, tuple(sorted(set(gpus))), calibration)
     try:
-        state = State(base, setup)
+        state = State(base, setup, set_option)           # an unknown job in the caller's words
     except SetupError as exc:
         raise SearchError(str(exc), said + exc.diagnostics) from None
     too_many = [n for n in setup.gpus if n > state.cluster.gpus or n < 1]

@@ -17,6 +17,7 @@ from astral_dsl.explore.bundle import Bundle, laid_out
 from astral_dsl.explore.recent import Recent
 from astral_dsl.explore.search.bounds import Profile, Split, Tail, finish, screen_ends
 from astral_dsl.explore.search.space import Config, Space
+from astral_dsl.semantics.overrides import command_line
 
 
 class SetupError(Exception):
@@ -52,7 +53,8 @@ class Layout:
 class State:
     """The job of one design, as Seer reads it, and what has been priced for it."""
 
-    def __init__(self, design, setup: Setup):
+    def __init__(self, design, setup: Setup, option=command_line):
+        """`option`: how an unknown job is named (seer.unknown_job; default: `--job NAME`)."""
         from astral_dsl import seer
         from astral_dsl.seer.costs import Costs
         from astral_dsl.seer.job import declared
@@ -60,7 +62,7 @@ class State:
 
         self.design = design
         try:
-            self.job = seer.find_job(design, setup.job)
+            self.job = seer.find_job(design, setup.job, option)
         except seer.ForecastError as exc:       # no job, or an unknown --job (E221)
             raise SetupError(str(exc), exc.diagnostics) from None
         diags, spec, cluster = seer.validate_job(design, self.job)

@@ -4,7 +4,7 @@ LABEL_CHARS; style.py holds the colours and the canvas that uses them."""
 from __future__ import annotations
 
 import html
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import graphviz
 
@@ -41,26 +41,32 @@ MAX_QUOTED = 16_000
 def _plain(text, backslash: str) -> str:
     out, used = [], 0
     for line in str(text).split("\n"):
-        escaped = printable(line).replace("\\", backslash).replace("&", "&amp;")
-        size = len(escaped.encode("utf-8")) + escaped.count('"') + 2 * bool(out)   # (and \n)
-        if used + size > MAX_QUOTED:
-            out.append(_cut(printable(line), backslash, MAX_QUOTED - used - 2 * bool(out) - 3))
-            break
+        gap = 2 * bool(out)                                         # (the \n before it)
+        escaped, size = _escaped(printable(line), backslash, MAX_QUOTED - used - gap)
         out.append(escaped)
-        used += size
+        if size is None:
+            break
+        used += size + gap
     return graphviz.nohtml("\\n".join(out))
 
 
-def _cut(line: str, backslash: str, room: int) -> str:
-    """`line` escaped as _plain escapes it, cut to `room` bytes as quoted, and `…`."""
-    kept = []
+def _escaped(line: str, backslash: str, room: int) -> Tuple[str, Optional[int]]:
+    """(`line` escaped for a plain attribute, `\\` as `backslash` and `&` as `&amp;`, its bytes
+    as graphviz quotes it: UTF-8, a `"` escaped) when they fit in `room`, else (the escaped
+    line cut to `room` bytes with its `…`, None)."""
+    table = {ord("\\"): backslash, ord("&"): "&amp;"}
+    escaped = line.translate(table)
+    size = len(escaped.encode("utf-8")) + escaped.count('"')
+    if size <= room:
+        return escaped, size
+    kept, room = [], room - len("…".encode("utf-8"))
     for ch in line:
-        part = backslash if ch == "\\" else "&amp;" if ch == "&" else ch
+        part = ch.translate(table)
         room -= len(part.encode("utf-8")) + (ch == '"')
         if room < 0:
             break
         kept.append(part)
-    return "".join(kept) + "…"
+    return "".join(kept) + "…", None
 
 
 def dot_label(text) -> str:
