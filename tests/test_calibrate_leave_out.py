@@ -90,6 +90,8 @@ def test_one_step_is_chosen_by_name_and_said(table, exact, tmp_path, capsys):
     (["--jobs", "0"], "--jobs 0: at least one process refits"),
     (["--jobs", "1025"], "--jobs 1,025: more than 1,024 local worker processes"),
     (["--leave-out", "some"], "invalid choice: 'some'"),
+    (["--jobs", "\uff12"], "argument --jobs: `\uff12` is not a whole number (digits 0-9)"),
+    (["--max-iterations", "1_0"], "`1_0` is not a whole number"),
 ])
 def test_bad_leave_out_options_are_usage_errors(table, flags, said, capsys):
     code, out, err = call(["calibrate", str(table), *flags], capsys)

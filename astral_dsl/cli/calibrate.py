@@ -7,6 +7,7 @@ import sys
 from typing import Optional
 
 from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usage, written_over
+from astral_dsl.cli.common import whole as whole_number
 from astral_dsl.outputs.whole import whole
 
 NAME = "calibrate"
@@ -29,7 +30,7 @@ def register(sub) -> None:
     c.add_argument("--by-source", action="append", default=[], metavar="TABLE",
                    help="also leave out each source (`source_version`) of this table in turn, "
                         "e.g. the papers of the A100 runs")
-    c.add_argument("--max-iterations", type=int, default=ITERATIONS, metavar="N",
+    c.add_argument("--max-iterations", type=whole_number, default=ITERATIONS, metavar="N",
                    help=f"at most N iterations of the least-squares fit (default {ITERATIONS})")
     c.add_argument("--leave-out", choices=("exact", "one-step"), dest="leave_out",
                    help="how each group's refit without its rows is made: exact (a whole fit, "
@@ -37,7 +38,7 @@ def register(sub) -> None:
                         "tables) or one-step (one Gauss-Newton step from the fit: the standard "
                         "approximation, which understates the error of a group that alone "
                         "fixes a constant); default: exact where groups x rows is at most 400")
-    c.add_argument("--jobs", type=int, metavar="N",
+    c.add_argument("--jobs", type=whole_number, metavar="N",
                    help="processes running the exact refits, at most 1,024 (default: one per "
                         "core); the fit and its figures are the same whatever N")
     c.add_argument("--docs", metavar="FILE.md",
