@@ -18,7 +18,11 @@ system of this process, `time.process_time`), the median of RUNS runs after one 
 - `engineering of a recompiled design`: analyses.engineering.analyse of examples/
   gb200_nvl72.astral (a site with a climate file: its circuits' 8,760 hours) on a design
   compiled again before each run (not timed), as a margins probe or a sweep's point is: the
-  circuits' hours are kept by their inputs (analyses/site_loads.py).
+  circuits' hours are kept by their inputs (analyses/site_loads.py);
+- `token count`: syntax/parser.count_tokens (the bound every text past 250,000 characters is
+  held to before it is parsed: E108) of a text of the formatter's 16 MiB cap that is one
+  statement and blanks (tests/test_cli_robust.py's `astral fmt -`), and of the reference
+  design 40 times over (539,000 characters of ordinary text).
 """
 from __future__ import annotations
 
@@ -86,6 +90,13 @@ def main(argv) -> None:
     designs = [ws.compile() for _ in range(RUNS + 1)]
     print(f"engineering of a recompiled design ({Path(ws.design.file).name}): "
           f"{1e3 * _median(lambda: engineering.analyse(designs.pop())):.1f} ms")
+
+    from astral_dsl.syntax.parser import MAX_TOKENS, count_tokens
+    blanks = "param x =   1\n" + " " * (16 * 1024 * 1024 - 14)
+    ordinary = (ROOT / "examples" / "astral.astral").read_text(encoding="utf-8") * 40
+    for name, text in (("one statement and blanks", blanks), ("the reference x 40", ordinary)):
+        print(f"token count of {len(text):,} characters, {name}: "
+              f"{_median(lambda: count_tokens(text, MAX_TOKENS)):.3f} s")
 
 
 if __name__ == "__main__":

@@ -187,16 +187,14 @@ def test_an_int_beyond_a_float_is_the_error_of_a_number_too_large(ws, big, magni
 def test_an_empty_path_names_no_file_not_the_working_directory():
     """check("") read Path(""), which is `.`: "cannot read `.`: Is a directory", a folder the
     caller never named (`astral check ""` the same)."""
-    import subprocess
-    import sys
+    from clirun import astral
 
     for result in (astral_dsl.check(""), astral_dsl.margins("")):
         (d,) = result.diagnostics
         assert (d.code, d.message, d.span, d.hint, d.file) == (
             "E100", "cannot read ``: the path is empty: it names no file", None,
             "name a .astral file", "")
-    cli = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "check", ""],
-                         capture_output=True, text=True)
+    cli = astral("check", "")              # in this process (tests/clirun.py)
     assert cli.returncode == 2 and cli.stdout.startswith(
         "error[E100]: cannot read ``: the path is empty: it names no file\n"
         "  = hint: name a .astral file\n"), cli.stdout

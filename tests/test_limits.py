@@ -166,6 +166,20 @@ def test_a_unit_is_read_as_the_grammar_reads_it_when_tokens_are_counted():
     assert count_tokens("[2.5e3 W/m^2, 3 m^-2*kg]", 100) == (5, None)
 
 
+def test_blanks_count_no_token_and_the_one_past_the_limit_is_where_it_starts():
+    """The blanks between tokens (every kind Python's `\\s` reads, Unicode's too) are skipped
+    whole; the offset named is the token's own, not that of the blanks before it (E108's
+    column), and a text that ends in blanks or an open block comment ends the count."""
+    from astral_dsl.syntax.parser import count_tokens
+
+    text = "a \u00a0\t\r\n\u2003\x0b\x0c\x1c\x85  b // c d\n  /* e */ f   "
+    assert count_tokens(text, 100) == (3, None)
+    assert count_tokens(text, 1) == (2, text.index("b"))
+    assert count_tokens(text, 2) == (3, text.index("f"))
+    assert count_tokens("a  /* b c", 100) == (1, None)
+    assert count_tokens(" " * 100_000 + "x", 0) == (1, 100_000)
+
+
 def test_a_designs_modules_are_held_to_the_token_limit_together(tmp_path, monkeypatch):
     """Hard links to one file (or a revision's paths to one blob) cost no disk: a design that
     imported 48 links to one 8 MiB file took 442 MB; as many of 249,999 tokens each would have

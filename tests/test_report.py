@@ -571,8 +571,9 @@ def test_without_graphviz_the_page_says_so(small, tmp_path):
     bin_dir.mkdir()
     env = dict(__import__("os").environ, PATH=str(bin_dir))
     out = tmp_path / "r.html"
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(small), "-o",
-                           str(out)], capture_output=True, text=True, cwd=REPO, env=env)
+    # in this process (tests/clirun.py), its environment the call's: `dot` is looked for on
+    # PATH at each picture (render.dot_available)
+    proc = _astral_cli("report", str(small), "-o", str(out), env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("error[E700]") == 1
     page = out.read_text(encoding="utf-8")

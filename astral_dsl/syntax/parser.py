@@ -53,17 +53,22 @@ _TOKEN = r'(?P<c>//[^\n]*+)|(?P<b>/\*)|"(?:[^"\\\n]++|\\.)*+"?|' \
          r'(?:[*/]' + _UNIT_ATOM + r')*+)?|\w++|\S'
 
 
+_BLANKS_TOKEN = re.compile(r'\s*+(?P<t>)(?:' + _TOKEN + ')')
+
+
 def count_tokens(text: str, most: int) -> Tuple[int, Optional[int]]:
     """(the tokens of `text`, counted up to `most + 1`; the offset of token `most + 1`, or None
     when there are at most `most`). A block comment left open ends the count: the lexer says
     where it is not closed."""
-    search = re.compile(_TOKEN).search
+    # the blanks before a token skipped in the match, not by a search trying each alternative
+    # at each blank (no alternative starts with one): 16 MiB of spaces 0.9 -> 0.05 s
+    match = _BLANKS_TOKEN.match
     pos = count = 0
     while True:
-        m = search(text, pos)
+        m = match(text, pos)
         if m is None:
             return count, None
-        pos = m.end()
+        start, pos = m.start("t"), m.end()
         if m.lastgroup == "b":
             end = text.find("*/", pos)
             if end < 0:
@@ -72,7 +77,7 @@ def count_tokens(text: str, most: int) -> Tuple[int, Optional[int]]:
         elif m.lastgroup != "c":
             count += 1
             if count > most:
-                return count, m.start()
+                return count, start
 
 
 def too_many_tokens(source: Source, offset: int, whose: str) -> Diagnostic:

@@ -303,10 +303,12 @@ def test_a_tls_cluster_runs_a_sweep(tls_cluster, project):
     assert remote.engine == f"Dask cluster {address} (2 workers)"
     assert remote.rows == local.rows and len(remote.rows) == 8
     assert not unpickle.installed()
-    out = _cli("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", address,
-               "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key, "--format", "json")
+    out = _cli_here("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", address,
+                    "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key, "--format",
+                    "json")
     assert out.returncode == 0, out.stderr
     assert len(json.loads(out.stdout)["rows"]) == 2
+    assert not unpickle.installed()
 
 
 def test_a_tls_cluster_refuses_a_client_without_its_certificates(tls_cluster, project, tmp_path):
