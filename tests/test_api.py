@@ -13,7 +13,7 @@ import pytest
 from clirun import astral
 
 import astral_dsl
-from astral_dsl.seer.calibration import shipped_document
+from astral_dsl.seer.calibration import shipped
 from astral_dsl.units import Quantity
 from astral_dsl.units.quantity import format_number
 
@@ -208,8 +208,8 @@ def test_forecast_says_how_far_to_trust_it(tmp_path):
     that precision's regime and band."""
     fc = astral_dsl.forecast(REPO / "examples" / "single_pod.astral")
     # H100 bf16 Megatron-LM: each part calibrated, never together: outside, with the shipped
-    # fit's every-run band (fit.json `bands["*"]`, -0.1119/+0.1246) twice as wide
-    bands = shipped_document()["bands"]
+    # fit's every-run band (fit-exact.json `bands["*"]`, -0.101/+0.1216) twice as wide
+    bands = shipped().bands
     assert fc.envelope == fc.detail.envelope() and not fc.envelope.inside
     assert fc.envelope.band == pytest.approx((2 * bands["*"]["low"], 2 * bands["*"]["high"]),
                                              abs=1e-12)

@@ -124,12 +124,15 @@ def test_calibrate_says_what_it_is_doing_on_a_terminal(tmp_path):
     from test_runs import _write
 
     path = _write(tmp_path, [_row(b) for b in BASE], "small.csv")
-    code, out, tty = _with_a_terminal(["calibrate", str(path), "--max-iterations", "2"],
-                                      ASTRAL_PROGRESS_DELAY="0")
-    assert code == 0, (out, tty)
-    assert "astral calibrate: leaving out configuration 1 of 3: fitting 2 runs " \
-           "(2 configurations), iteration 1 (" in tty
-    assert tty.rstrip("\r\n").endswith("\r\x1b[K") and "astral calibrate:" not in out
+    # refits in this process tell each one's iterations; in forked ones, each refit done
+    for jobs, said in (("1", "astral calibrate: leaving out configuration 1 of 3: fitting 2 runs "
+                             "(2 configurations), iteration 1 ("),
+                       ("2", "astral calibrate: left out 1 of 3 configurations, each refitted (")):
+        code, out, tty = _with_a_terminal(["calibrate", str(path), "--max-iterations", "2",
+                                           "--jobs", jobs], ASTRAL_PROGRESS_DELAY="0")
+        assert code == 0, (out, tty)
+        assert said in tty
+        assert tty.rstrip("\r\n").endswith("\r\x1b[K") and "astral calibrate:" not in out
 
 
 def test_calibrate_off_a_terminal_prints_nothing_new(tmp_path, capsys):

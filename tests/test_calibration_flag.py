@@ -138,10 +138,12 @@ def test_the_api_sweep_forecasts_with_the_fit(fit):
 
 
 def _copy(tmp_path: Path, name: str, **changes) -> Path:
-    """fit.json copied with `changes` (None: the key removed)."""
-    from astral_dsl.seer.calibration import shipped_document
+    """The shipped fit (fit-exact.json: fit.json's constants with the bands of exact refits)
+    copied with `changes` (None: the key removed)."""
+    from astral_dsl.seer.calibration import FIT_EXACT_FILE
 
-    doc = {k: v for k, v in dict(shipped_document(), **changes).items() if v is not None}
+    shipped_doc = json.loads(FIT_EXACT_FILE.read_text(encoding="utf-8"))
+    doc = {k: v for k, v in dict(shipped_doc, **changes).items() if v is not None}
     path = tmp_path / name
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
@@ -151,10 +153,12 @@ def test_a_copy_of_the_shipped_fit_with_a_band_or_a_range_changed_is_not_it(tmp_
     """Equal constants are not the shipped fit when the bands or ranges, which set a forecast's
     band, regime and W759, differ: each message then names the copy, as for any fit of one's own;
     an unchanged copy still is the shipped fit."""
-    from astral_dsl.seer.calibration import read_calibration, shipped, shipped_document
+    from astral_dsl.seer.calibration import FIT_EXACT_FILE, FIT_FILE, read_calibration, shipped
 
-    doc = shipped_document()
+    doc = json.loads(FIT_EXACT_FILE.read_text(encoding="utf-8"))
     same = read_calibration(_copy(tmp_path, "same.json"))
+    # fit.json itself (the one-step bands) is not the shipped fit: its bands differ
+    assert read_calibration(FIT_FILE) != shipped()
     assert same == shipped() and same.source != shipped().source
     wider = dict(doc["ranges"], gpus=[1, 1 << 20])
     star = dict(doc["bands"]["*"], high=doc["bands"]["*"]["high"] + 0.01)

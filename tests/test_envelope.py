@@ -20,7 +20,7 @@ from astral_dsl import cli, seer
 from astral_dsl.explore import search, sweep
 from astral_dsl.explore.engines import LocalEngine
 from astral_dsl.outputs import search as search_out
-from astral_dsl.seer.calibration import FIT_FORMAT, Calibration, priors, shipped_document
+from astral_dsl.seer.calibration import FIT_FORMAT, Calibration, priors, shipped, shipped_document
 from astral_dsl.seer.envelope import MIN_ROWS, envelope
 
 from test_cli import call
@@ -141,7 +141,8 @@ def test_a_fit_of_fewer_runs_than_a_band_needs_is_outside_with_the_default_band(
 # the documented default outside the envelope: the shipped fit's every-run band (fit.json
 # `bands["*"]`: -0.098/+0.1202 since stop 63's refit) twice as wide, -19.6/+24.04 %
 # (docs/seer.md, "How far to trust a forecast")
-SHIPPED_OUTSIDE = tuple(2 * shipped_document()["bands"]["*"][end] for end in ("low", "high"))
+# the shipped bands are fit-exact.json's (exact refits: seer/calibration `shipped`)
+SHIPPED_OUTSIDE = tuple(2 * shipped().bands["*"][end] for end in ("low", "high"))
 
 
 def test_a_gpu_no_run_had_is_outside_with_the_widest_band_widened():
