@@ -677,7 +677,7 @@ def _where_read(path):
 def test_the_readers_fork_beside_the_progress_line_and_never_write_its_stderr(monkeypatch):
     """`diagnose --jobs N` on a terminal: its progress line's thread (astral-progress) ran,
     and a process running threads read its files in itself, one by one. It may now fork the
-    readers (budget.SAFE_THREADS), which start with their stderr on /dev/null (budget.quiet);
+    readers (pools.SAFE_THREADS), which start with their stderr on /dev/null (pools.quiet);
     a thread of another name still keeps the reads here."""
     import importlib
     import threading

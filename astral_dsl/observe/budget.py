@@ -23,17 +23,16 @@ costs more than its read; at most about 25 times 16 MiB, 400 MB, however it is b
 child is the one worker of a process pool forked as observe/load.py's are, and its result comes
 back as theirs do: the same objects, byte for byte. Where a child cannot be
 forked safely (no fork or no /proc, as on Windows and macOS, or threads running other than
-SAFE_THREADS, which a fork could catch holding a lock), the parse runs in the process,
+pools.SAFE_THREADS, which a fork could catch holding a lock), the parse runs in the process,
 unbounded as before."""
 from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 from typing import Callable, TypeVar
 
-from astral_dsl.pools import SAFE_THREADS, fork_safe, limit_memory, quiet  # noqa: F401  (load.py, tests)
+from astral_dsl.pools import fork_safe, limit_memory, quiet
 
 FROM_BYTES = 16 << 20        # files larger than this (inflated) are parsed in a bounded child
 BUDGET = 6 << 30             # the child's address space beyond what it holds at the fork
@@ -150,7 +149,7 @@ def _run():
 
 def _can_fork() -> bool:
     """Whether a child can be forked safely: no thread runs but the caller's, the main thread
-    (which waits for it, load.read_file) and SAFE_THREADS (fork_safe)."""
+    (which waits for it, load.read_file) and pools.SAFE_THREADS (fork_safe)."""
     if not hasattr(os, "fork") or not os.path.exists("/proc/self/statm"):
         return False
     return fork_safe(threading.main_thread())

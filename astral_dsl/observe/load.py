@@ -137,7 +137,7 @@ def _read_all(files: List[str], workers: Optional[int]):
     workers = min(workers, len(files))
     # forked workers need nothing re-imported (spawned ones would re-run a caller's unguarded
     # script); a process running threads is not forked, but for `diagnose`'s progress line on
-    # a terminal (budget.SAFE_THREADS: the workers never write the stderr it holds the lock of)
+    # a terminal (pools.SAFE_THREADS: the workers never write the stderr it holds the lock of)
     return forked_map(read_file, files, workers,
                       chunksize=max(1, len(files) // (4 * max(workers, 1))),
                       safe=lambda: budget.fork_safe())
