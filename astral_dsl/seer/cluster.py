@@ -146,10 +146,10 @@ def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]
     if gpu is None:
         return None
     per_host = count_of(host, ("gpu",), cache) if host is not None else 1
-    nics = list(group_of(host, ("nic",), cache).flat()) if host is not None else []
+    first_nics = nics_read(host, cache)      # what is read of the host's NICs, read once
     ports: List[Tuple[float, int]] = []      # per NIC: (port speed bytes/s, ports)
-    for c, nic in nics:
-        ports.extend([(_q(nic, "port_speed") / BITS, int(_q(nic, "ports", 1) or 1))] * c)
+    for c, speed, n_ports, _ in first_nics:
+        ports.extend([(speed / BITS, n_ports)] * c)
     fabrics = network_failures.counts(design, cache, applied.tier_failures, applied.fabric) \
         if applied else _fabric_counts(design, cache)
     fabric = _fabric_for(fabrics, pairs)
@@ -171,11 +171,9 @@ def _cluster_of(design, job, applied, ranks: Optional[int]) -> Optional[Cluster]
         per_host, rail_bw = per_host * domain, rail_bw * domain
         tiers = [attrs.evolve(t, reach_hosts=max(1, t.reach_hosts // domain)) for t in tiers]
     protocol = "infiniband"
-    for _, nic in nics:
-        p = nic.field("protocol")
-        protocol = getattr(p, "name", protocol)
+    for *_, said in first_nics:           # the last NIC that states one
+        protocol = said or protocol
     spec = gpu_spec(gpu, host, cache)
-    first_nics = nics_read(host, cache)
     unlike = _unlike(pairs, gpu, first_nics, None if n_rack is not None else (ranks or gpus),
                      cache)
     net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol,
