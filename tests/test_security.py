@@ -621,9 +621,25 @@ def test_the_users_cached_trees_are_bounded(cache, monkeypatch):
     from astral_dsl.syntax.source import Source
 
     monkeypatch.setattr(astcache, "USER_ENTRIES", 3)
+    pad = "// " + "x" * modules.UNCACHED_BELOW + "\n"            # long enough to be cached
     for i in range(8):
-        modules._parse_source(Source(f"f{i}.astral", f"param p{i} = {i}\n"), False)
+        modules._parse_source(Source(f"f{i}.astral", f"param p{i} = {i}\n{pad}"), False)
     assert len(list(cache.glob("astu-*.json"))) == 3
+
+
+def test_a_small_file_is_parsed_not_cached(cache):
+    """Below modules.UNCACHED_BELOW characters a parse costs less than reading a tree back and much
+    less than a miss's write: such a file never gets an entry, and parses the same."""
+    from astral_dsl.semantics import modules
+    from astral_dsl.syntax import astcache
+    from astral_dsl.syntax.parser import parse_all
+    from astral_dsl.syntax.source import Source
+
+    source = Source("small.astral", "param p = 1\n")
+    for _ in range(2):
+        tree, errors = modules._parse_source(source, False)
+        assert errors == [] and list(cache.glob("astu-*.json")) == []
+    assert astcache._encode(tree) == astcache._encode(parse_all(source)[0])
 
 
 def test_the_language_servers_buffers_are_not_cached(cache, tmp_path, monkeypatch):
