@@ -96,7 +96,8 @@ def test_the_paired_computations_outlast_the_all_to_alls():
     MXFP8 on 256 GB200s (r021, EP 64, Megatron-Core's combined 1F1B). Each all-to-all's pair
     (model_chunk_schedule_plan.py): the backward's combine | the forward's attention, the
     forward's dispatch | the backward's experts, the backward's dispatch | the forward's
-    experts, the forward's combine | the backward's attention; each computation is longer."""
+    experts, the forward's combine | the backward's attention; each computation is over twice
+    as long (3.5 to 7 times here)."""
     from astral_dsl.runs.evaluate import prepare_row
     from astral_dsl.runs.table import read_table
     from astral_dsl.seer.calibration import RUN_FILES
@@ -111,4 +112,4 @@ def test_the_paired_computations_outlast_the_all_to_alls():
     layer = next(o.layer for o in fwd.ops if o.name == "ep dispatch all-to-all")
     t_f, (attn_f, mlp_f, _) = _segments(fwd, layer)
     t_b, (_, mlp_b, attn_b) = _segments(bwd, layer)
-    assert min(attn_f, mlp_b, mlp_f, attn_b) > 3 * max(t_f, t_b) > 0
+    assert min(attn_f, mlp_b, mlp_f, attn_b) > 2 * max(t_f, t_b) > 0
