@@ -228,15 +228,18 @@ def unsized(design: Design) -> List[Diagnostic]:
 
 def check(workspace: "Workspace", design: Optional[Design] = None,
           scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
-          baseline: Optional[Baseline] = None, required: bool = True) -> Checked:
+          baseline: Optional[Baseline] = None, required: bool = True,
+          option: Optional[Option] = None) -> Checked:
     """Steps 16-20 on `design` (default: the workspace's own): `scenarios` are names to run;
     required scenarios run too unless `required` is False (a margins probe, whose limits come
     from the design itself); `all_scenarios` runs every one. A design with unknowns is
     sized first, then checked as sized. The warnings its `allow`s and `baseline` accept are
-    kept apart (step 20)."""
+    kept apart (step 20). `option` names a scenario of `scenarios` the design does not
+    declare (E216; default: the workspace's, `--scenario NAME`, `scenario='NAME'`)."""
     from astral_dsl.analyses.devices import annotated
 
-    checked = _check(workspace, design, scenarios, all_scenarios, required)
+    checked = _check(workspace, design, scenarios, all_scenarios, required,
+                     option or workspace.option)
     complete = checked.engineering is not None or not (
         checked.design.roots or front_end_errors(checked.design) or checked.design.needs_sizing)
     diags = checked.diagnostics
@@ -290,7 +293,7 @@ def devices(workspace: "Workspace", design: Design):
 
 
 def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scenarios,
-           required: bool = True) -> Checked:
+           required: bool, option: Option) -> Checked:
     from astral_dsl.analyses.engineering import analyse, scenario_diagnostics
 
     design = workspace.design if design is None else design
@@ -318,7 +321,7 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
     eng = analyse(design)                                                         # 18
     diags.extend(eng.diagnostics)
     wanted = set(scenarios or ())
-    diags.extend(unknown_scenarios(design, wanted, workspace.option))
+    diags.extend(unknown_scenarios(design, wanted, option))
     diags.extend(too_many_scenarios(design, wanted, all_scenarios, required))
     outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios,    # 19
                                    required))

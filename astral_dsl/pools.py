@@ -7,9 +7,16 @@ A terminal sends SIGINT to the whole process group. A worker interrupted inside 
 queue's lock kept it, then waited for it to send its KeyboardInterrupt back; the other workers
 and the pool's shutdown (which waits for the workers) waited for ever: `astral sweep` hung after
 a Ctrl-C. So the workers ignore SIGINT (`worker_started`, the pool's initializer), and the
-interrupted parent stops them where they are (`terminate`) instead of waiting for their work."""
+interrupted parent stops them where they are (`terminate`) instead of waiting for their work.
+
+SIGTERM (a `kill`, a job scheduler's or a container's stop) is sent to the parent alone: it died
+at once and its forked workers went on with their items (a calibration refit, a minute) before
+they found it gone. While forked_map's workers run, a parent whose SIGTERM does the default
+(dies) stops them first (`_ended_with`), then dies of the signal as it would have; the workers
+do the default themselves (`_forked_started`)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Optional
 
@@ -66,8 +73,53 @@ def quiet() -> None:
 
 
 def _forked_started() -> None:
+    import signal
+
     worker_started()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)     # not the parent's _ended_with
     quiet()
+
+
+def _ended_with(pool):
+    """A SIGTERM handler for the parent of `pool` whose SIGTERM did the default (it dies): the
+    pool's workers terminated, then the default restored and the signal sent again, so that the
+    parent dies of it as it would have (status 143 in a shell; nothing else runs first, as
+    before). A worker forked before its initializer restored the default does the default.
+    (No lock is taken: the signal may come while this thread holds the pool's.)"""
+    import signal
+
+    parent = os.getpid()
+
+    def ended(signum, frame):
+        if os.getpid() == parent:
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                try:
+                    process.terminate()
+                except (OSError, AttributeError, ValueError):      # already gone
+                    pass
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    return ended
+
+
+@contextlib.contextmanager
+def _workers_end_with_the_parent(pool):
+    """While `pool` works: SIGTERM to this process stops its workers too (`_ended_with`), where
+    it would kill this process (a caller's own handler, or SIGTERM ignored, is left as it is: a
+    handler that raises SystemExit stops them by forked_map's `except`); then the handler that
+    was there is put back. Only the main thread can set one: elsewhere, nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _ended_with(pool))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def forked_map(fn, items, workers: int, chunksize: int = 1, safe=fork_safe, done=None):
@@ -77,7 +129,7 @@ def forked_map(fn, items, workers: int, chunksize: int = 1, safe=fork_safe, done
     (no thread but SAFE_THREADS could hold a lock the children need); else, or when no process
     can be had, in this one. The same results whatever `workers`: each item is taken alone.
     `done(k)`: told as the k-th result (in order) is in. Ctrl-C stops the workers now
-    (terminate)."""
+    (terminate), and so does a SIGTERM to this process (_workers_end_with_the_parent)."""
     import multiprocessing
 
     def taken(results):
@@ -96,8 +148,11 @@ def forked_map(fn, items, workers: int, chunksize: int = 1, safe=fork_safe, done
 
         try:
             ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                     initializer=_forked_started) as pool:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                       initializer=_forked_started)
+            # the handler set before a worker is forked, put back after the pool's shutdown
+            # (which waits for the items left when one raised)
+            with _workers_end_with_the_parent(pool), pool:
                 try:
                     return taken(pool.map(fn, items, chunksize=chunksize))
                 except (KeyboardInterrupt, SystemExit):   # Ctrl-C: the workers stop now

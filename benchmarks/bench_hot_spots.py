@@ -22,7 +22,12 @@ system of this process, `time.process_time`), the median of RUNS runs after one 
 - `token count`: syntax/parser.count_tokens (the bound every text past 250,000 characters is
   held to before it is parsed: E108) of a text of the formatter's 16 MiB cap that is one
   statement and blanks (tests/test_cli_robust.py's `astral fmt -`), and of the reference
-  design 40 times over (539,000 characters of ordinary text).
+  design 40 times over (539,000 characters of ordinary text);
+- `DOT quoting`: a picture's node given the tooltip and edge label of a text of 4,000
+  backslashes, and of 4,000 characters of quotes, backslashes, `&` and `<>` mixed
+  (outputs/render/labels.py: dot_tooltip, dot_label, quoted by the canvas's graph, labels.Dot
+  where the checkout has it, else graphviz.Digraph, whose quoting is quadratic in a run of
+  backslashes).
 """
 from __future__ import annotations
 
@@ -97,6 +102,15 @@ def main(argv) -> None:
     for name, text in (("one statement and blanks", blanks), ("the reference x 40", ordinary)):
         print(f"token count of {len(text):,} characters, {name}: "
               f"{_median(lambda: count_tokens(text, MAX_TOKENS)):.3f} s")
+
+    import graphviz
+
+    from astral_dsl.outputs.render import labels
+    graph = getattr(labels, "Dot", graphviz.Digraph)
+    for name, text in (("backslashes", "\\" * 4000), ("mixed", 'a\\"&<>\\\\' * 500)):
+        def quoted():
+            graph().node("a", tooltip=labels.dot_tooltip(text), label=labels.dot_label(text))
+        print(f"DOT quoting of a node of 4,000 {name} ({graph.__name__}): {_median(quoted):.3f} s")
 
 
 if __name__ == "__main__":

@@ -36,8 +36,8 @@ def test_one_observed_path_is_one_path(ws, tmp_path, monkeypatch):
 def test_one_job_or_scenario_name_is_one_name(ws, tmp_path):
     """`jobs="nonesuch"` said `--job n: no such job`; `scenarios="tor_plane_a_rail_3"` gave
     E216 for each of its letters, and ran no scenario. (The job is named as the API takes it,
-    not by the command's `--job`.)"""
-    with pytest.raises(ReviewError, match="^job='nonesuch': no such job"):
+    not by the command's `--job`, and as an item of `jobs`.)"""
+    with pytest.raises(ReviewError, match=r"^jobs=\['nonesuch'\]: no such job"):
         astral_dsl.report(ws, tmp_path / "r.html", jobs="nonesuch")
     checked = astral_dsl.check(ws, scenarios="tor_plane_a_rail_3")
     assert not any(d.code == "E216" for d in checked.diagnostics)
@@ -64,7 +64,35 @@ def test_an_unknown_job_or_scenario_is_named_as_the_api_takes_it(ws, tmp_path):
     said += [(d.code, d.message) for d in astral_dsl.check(ws, scenarios="nope").diagnostics
              if d.code == "E216"]
     job, scenario = ("E221", "job='nope': no such job"), ("E216", "scenario='nope': no such scenario")
-    assert said == [job, scenario, scenario, scenario, job, scenario]
+    assert said == [job, scenario, scenario, scenario, job, ("E216", "scenarios=['nope']: no such "
+                                                                   "scenario")]
+
+
+def test_an_unknown_name_in_a_list_is_named_by_the_list_argument(ws, tmp_path):
+    """`report(jobs=[...])`, `check(scenarios=[...])` and `check_file(scenarios=[...])` said an
+    unknown name in the words of the singular argument, `job='x'`, `scenario='x'`: arguments
+    those calls do not have. Now the argument given, `jobs=['x']`, `scenarios=['x']` (each
+    unknown name its own diagnostic); a scenario of `report` is still `scenario='x'`, and the
+    command line's words are unchanged (`--job x`, `--scenario x`)."""
+    from astral_dsl.api.review import collect
+    from astral_dsl.pipeline import check
+    from astral_dsl.semantics.overrides import command_line
+
+    with pytest.raises(ReviewError) as info:
+        astral_dsl.report(ws, tmp_path / "r.html", jobs=["x"])
+    assert [d.message for d in info.value.diagnostics] == ["jobs=['x']: no such job"]
+    assert str(info.value).startswith("jobs=['x']: no such job (")
+    with pytest.raises(ReviewError, match=r"^scenario='x': no such scenario"):
+        astral_dsl.report(ws, tmp_path / "r.html", jobs=[], scenario="x")
+    for checked in (astral_dsl.check(ws, scenarios=["tor_plane_a_rail_3", "x", "y"]),
+                    astral_dsl.check_file(POD, scenarios=("x", "y"))):
+        assert [d.message for d in checked.diagnostics if d.code == "E216"] == \
+            ["scenarios=['x']: no such scenario", "scenarios=['y']: no such scenario"]
+    cli = astral_dsl.Workspace.open(POD, option=command_line)        # as the command opens it
+    with pytest.raises(ReviewError, match="^--job x: no such job"):
+        collect(cli, jobs=["x"])
+    assert [d.message for d in check(cli, scenarios=["x"]).diagnostics if d.code == "E216"] == \
+        ["--scenario x: no such scenario"]
 
 
 def test_the_option_of_the_caller_names_a_job_or_scenario():

@@ -42,6 +42,23 @@ def test_margins_are_those_of_check_margins():
         astral_dsl.margins(RACK, overrides=[("servers", 5)])  # type: ignore[arg-type]
 
 
+def test_a_name_of_params_the_design_does_not_declare_is_said(tmp_path):
+    """`margins(params=[...])` left a name that is no parameter out in silence, its margins
+    with it (a typo gave a report of none): now E213 in the argument's words, `params=['x']`,
+    with the did-you-mean; a parameter that is not a number has a note (it is not moved)."""
+    design = tmp_path / "d.astral"
+    design.write_text(RACK.read_text(encoding="utf-8").replace(
+        "param servers = 4", 'param servers = 4\nparam label = "rack"'), encoding="utf-8")
+    report = astral_dsl.margins(design, params=["servers", "sevrers", "label", "sevrers"])
+    assert set(report.params) == {"servers"}
+    said = [(d.code, d.message, d.hint) for d in report.diagnostics if d.code == "E213"]
+    assert said == [("E213", "params=['sevrers']: the design has no parameter `sevrers`",
+                     "did you mean `servers`?")]
+    assert "`label` is not a number: its margins are not bracketed" in report.notes
+    assert not [d for d in astral_dsl.margins(design, params=["servers"]).diagnostics
+                if d.code == "E213"]
+
+
 def test_search_ranks_as_astral_search_does():
     life = astral_dsl.Quantity.of(3, "yr")
     result = astral_dsl.search(POD, top=2, gpus=[64], life=life, workers=1)

@@ -214,9 +214,11 @@ def test_an_unknown_job_in_the_api_is_its_documented_error_with_e221(observed, t
         with pytest.raises(error) as caught:
             call()
         (d,) = caught.value.diagnostics
-        # in the API's words: the argument `job=` (`astral forecast` says `--job llama7b`)
+        # in the API's words: the argument `job=`, or an item of `jobs=` (`astral forecast`
+        # says `--job llama7b`)
+        said = "jobs=['llama7b']" if error is ReviewError else "job='llama7b'"
         assert (d.code, d.message, d.hint, Path(d.file).resolve()) == (
-            "E221", "job='llama7b': no such job", "did you mean `llama70b`? jobs: llama70b",
+            "E221", f"{said}: no such job", "did you mean `llama70b`? jobs: llama70b",
             REPO / POD)
 
 

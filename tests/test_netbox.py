@@ -538,12 +538,14 @@ NAMESAKES = """\
 gpu G { power = 700 W }
 nic N1 { ports = 1, port_speed = 400 Gb/s }
 nic N2 { ports = 2, port_speed = 200 Gb/s }
-host Node(n: nic = N1) { gpus = 8 x G, nics = 2 x n, power = 10 kW, vendor = "Acme Inc" }
-host NODE { gpus = 4 x G, power = 5 kW, vendor = "acme-inc" }
-rack R { hosts = [Node, Node(n = N2), NODE], power_limit = 45 kW }
-row Row { racks = 1 x R }
+host Node(n: nic = N1) {
+  gpus = 8 x G, nics = 2 x n, power = 10 kW, vendor = "Acme Inc", name = "h{row}-{host}"
+}
+host NODE { gpus = 4 x G, power = 5 kW, vendor = "acme-inc", name = "h{row}-{host}" }
+rack R { hosts = [Node, Node(n = N2), NODE], power_limit = 45 kW, name = "r{row}" }
+row Row { racks = 1 x R, name = "row{row}" }
 site S { %s = 2 x Row }
-""" % ("rows_of_a_hall_" * 8)
+""" % ("rows_of_a_hall_" * 8)     # its paths past NetBox's names' lengths: named by patterns
 
 
 def _exported(tmp_path, text: str):
@@ -573,7 +575,7 @@ def test_namesakes_are_exported_apart(tmp_path):
     assert len(slugs) == 2 and slugs[1] == slugs[0][:98] + "-2"
     assert {len(x) for x in slugs} == {100}         # NetBox's slug is at most 100 characters
     ports = {r["device_type"] for r in _rows(out / "devices.csv")
-             if r["name"].endswith("hosts[1]")}
+             if r["description"].endswith("hosts[1]")}
     assert ports == {"Node (2)"}
     assert "device type Node of Acme Inc is exported as Node (2)" in proc.stdout
 

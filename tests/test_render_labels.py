@@ -52,10 +52,8 @@ def test_a_name_past_dots_longest_string_is_cut_in_the_tooltips_and_drawn():
     characters went whole into the tooltips, and every view was E000 (`dot` rejected the DOT
     text; at 60,000 it stopped reading it). A plain attribute is cut to MAX_QUOTED characters
     as quoted, escapes whole, with an ellipsis."""
-    import graphviz
-
     from astral_dsl.outputs.render import layout
-    from astral_dsl.outputs.render.labels import MAX_QUOTED, dot_tooltip
+    from astral_dsl.outputs.render.labels import MAX_QUOTED, Dot, dot_tooltip, quote
 
     long = "N" * 20_000
     text = (REPO / "examples" / "tutorial_rack.astral").read_text()
@@ -68,12 +66,10 @@ def test_a_name_past_dots_longest_string_is_cut_in_the_tooltips_and_drawn():
     # escapes are kept whole: a backslash is four bytes, `&` five, a quote two as quoted, é two
     for unit in ("\\", "&", '"', "é", "ab\ncd"):
         tip = dot_tooltip(unit * 40_000)
-        quoted = graphviz.quoting.quote(tip)
+        quoted = quote(tip)             # as graphviz quotes it (tests/test_render_quoting.py)
         assert len(quoted.encode()) <= MAX_QUOTED + 8 and tip.endswith("…"), (unit, len(quoted))
-        # the line `g.node("a", tooltip=tip)` writes, from the quoted text above: graphviz's
-        # quoting is quadratic in a run of backslashes (its regex for unescaped quotes), 16,000
-        # of them about 3 s of CPU a call, and g.node would quote the tip again
-        g = graphviz.Digraph()
-        g.body.append(f"\ta [tooltip={quoted}]\n")
+        g = Dot()
+        g.node("a", tooltip=tip)
+        assert g.body == [f"\ta [tooltip={quoted}]\n"]
         assert layout(g, "svg").startswith(b"<?xml")
     assert dot_tooltip("a\\b & c") == "a\\\\\\\\b &amp; c"          # as before, when short

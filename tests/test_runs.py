@@ -346,7 +346,7 @@ def test_a_model_cell_of_open_brackets_costs_linear_time():
     import re
     import time
 
-    from astral_dsl.runs.express import unbracketed
+    from astral_dsl.runs.row_model import unbracketed
 
     # the same text as the pattern gives: up to the first `)` on the line, nothing nested
     for text in ("Llama 3.1 (405B) (FP8", "a(b(c)d)e", "x(\n)y(z)", "((", ")(", ""):

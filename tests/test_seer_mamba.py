@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 
-from astral_dsl.runs.express import stdlib_models
+from astral_dsl.runs.row_model import stdlib_models
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering

@@ -9,7 +9,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from astral_dsl.runs.express import stdlib_models
+from astral_dsl.runs.row_model import stdlib_models
 from astral_dsl.runs.score import model_flops_per_token
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import GpuSpec

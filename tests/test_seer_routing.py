@@ -97,7 +97,7 @@ def test_the_lowering_prices_the_model_groups_and_the_jobs_routing():
 
 
 def test_stdlib_deepseek_v3_states_its_node_limited_routing():
-    from astral_dsl.runs.express import stdlib_models
+    from astral_dsl.runs.row_model import stdlib_models
     fields = stdlib_models()["DeepSeek_V3"]
     assert (fields["expert_groups"], fields["group_top_k"]) == (8, 4)
 

@@ -29,6 +29,7 @@ from astral_dsl.pipeline import front_end_errors as _front_end_errors
 from astral_dsl.pipeline import check as _check
 from astral_dsl.semantics.source_files import read_file
 from astral_dsl.semantics.overrides import from_python as _in_python     # `overrides['NAME']`
+from astral_dsl.semantics.overrides import listed as _listed
 from astral_dsl.units import Quantity
 from astral_dsl.units.quantity import UnitError
 from astral_dsl.units.table import UnitSpecError
@@ -121,7 +122,8 @@ def check(target: Target, scenarios: Optional[Sequence[str]] = None,
     _a.own_design(ws, _a.instance_of(design, Design, "design", " (of the workspace: ws.design)"))
     _a.instance_of(baseline, Baseline, "baseline", " (read_baseline)")
     return _check(ws, design, _a.names(scenarios, "scenarios"),
-                  _a.flag(all_scenarios, "all_scenarios"), baseline)
+                  _a.flag(all_scenarios, "all_scenarios"), baseline,
+                  option=_listed("--scenario", "scenarios", ws.option))   # `scenarios=['NAME']`
 
 
 def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
@@ -130,7 +132,8 @@ def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = Non
     """Open, compile and check a file (the command line's `astral check`)."""
     _a.instance_of(baseline, Baseline, "baseline", " (read_baseline)")
     return _check(compile(path, overrides, read), None, _a.names(scenarios, "scenarios"),
-                  _a.flag(all_scenarios, "all_scenarios"), baseline)
+                  _a.flag(all_scenarios, "all_scenarios"), baseline,
+                  option=_listed("--scenario", "scenarios"))            # `scenarios=['NAME']`
 
 
 def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] = None,

@@ -13,7 +13,7 @@ from typing import (TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
 from astral_dsl.api import arguments as _a
 from astral_dsl.api.results import Chosen, DiffResult, RunsResult, Sized
 from astral_dsl.pipeline import check as _check
-from astral_dsl.semantics.overrides import from_python
+from astral_dsl.semantics.overrides import from_python, listed
 from astral_dsl.workspace import ParamValue, Workspace
 
 if TYPE_CHECKING:
@@ -263,7 +263,8 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
     _a.name(scenario, "scenario")
     _a.instance_of(title, str, "title")
     review = attrs.evolve(collect(ws, jobs=jobs, scenario=scenario,
-                                  calibration=calibration_of(calibration)),
+                                  calibration=calibration_of(calibration),
+                                  option=listed("--job", "jobs", ws.option)),  # `jobs=['NAME']`
                           overrides=tuple(sorted((k, str(v)) for k, v in ws.overrides.items())))
     # whole or not at all, beside it in a file of its own: `out.tmp` overwrote a user's file of
     # that name, and was left behind when `out` was a folder

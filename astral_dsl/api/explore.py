@@ -85,7 +85,8 @@ def margins(target: Target, overrides: Optional[Mapping[str, ParamValue]] = None
             params: Optional[Sequence[str]] = None) -> "Report":
     """`astral check --margins`: how far each limit of the design is from breaking, and for
     which values of each numeric top-level parameter it holds (`params`: only these; default
-    every one). The Report holds `.params` (their current values), `.margins` (a Margin per
+    every one; a name the design does not declare is E213, `params=['x']`, in `.diagnostics`,
+    one that is not a number a note). The Report holds `.params` (their current values), `.margins` (a Margin per
     limit: `.limit`, `.ranges`, `.condition`), `.diagnostics` and `.note` (why there are
     none), as `astral check --margins` prints them."""
     from astral_dsl.explore import margins as _margins

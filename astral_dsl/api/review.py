@@ -11,6 +11,7 @@ from astral_dsl.model.design import Design
 from astral_dsl.outputs.report.review import VIEWS, JobResult, Review, ReviewError, draw
 from astral_dsl.pipeline import check, front_end_errors
 from astral_dsl.pipeline_scenarios import unknown_scenarios
+from astral_dsl.semantics.overrides import Option
 from astral_dsl.workspace import Workspace
 
 
@@ -59,13 +60,15 @@ def as_check_says(checked, scenario: Optional[str]):
 
 def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
             scenario: Optional[str] = None, views: Sequence[str] = VIEWS, step=None,
-            calibration=None) -> Review:
+            calibration=None, option: Optional[Option] = None) -> Review:
     """The review of a workspace's design. `jobs`: the jobs to forecast (None: all), with
     `calibration` (default: the shipped fit);
     `scenario`: a scenario whose views are drawn beside the baseline's; `step(what)`: told what
     is being done (a progress line). Raises ReviewError for a job or a scenario the design does
-    not declare (its `diagnostics`: E221 or E216)."""
+    not declare (its `diagnostics`: E221 or E216), named by `option` (default: the
+    workspace's, `--job NAME`; the API's `report` names an item of its `jobs`)."""
     step = step or (lambda what: None)
+    option = option or ws.option
     from astral_dsl.outputs.size_report import size_summary
 
     design = ws.design
@@ -74,9 +77,9 @@ def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
         if name not in known_jobs:
             from astral_dsl.seer import unknown_job
 
-            missing = unknown_job(design, name, ws.option)
+            missing = unknown_job(design, name, option)
             raise ReviewError(f"{missing.message} ({missing.hint})", [missing])
-    unknown = unknown_scenarios(design, {scenario}, ws.option) if scenario is not None else []
+    unknown = unknown_scenarios(design, {scenario}, option) if scenario is not None else []
     if unknown:
         raise ReviewError(f"{unknown[0].message} ({unknown[0].hint})", unknown)
     step("checking the design and every scenario")

@@ -79,6 +79,15 @@ def _netbox(args, result, valid: bool) -> int:
         written = netbox.write(result.design, args.netbox, result.devices)
     except OSError as exc:
         return usage(f"--netbox: cannot write `{args.netbox}`: {exc.strerror or exc}")
+    if written.diagnostics:          # E705: a value longer than NetBox takes; nothing written
+        said = tuple(result.diagnostics) + written.diagnostics
+        if as_json:
+            sys.stdout.write(dumps(envelope(said, file=result.design.file, netbox=None)) + "\n")
+        else:
+            print_diagnostics(written.diagnostics, colour(args, sys.stderr), sys.stderr)
+            sys.stderr.write("astral: NetBox would refuse these values: nothing written to "
+                             f"`{args.netbox}`\n")
+        return exit_code(result.design, said)
     if as_json:
         sys.stdout.write(dumps(envelope(result.diagnostics, file=result.design.file, netbox={
             "directory": args.netbox,

@@ -196,6 +196,7 @@ CODES: dict[str, str] = {
     "E702": "nothing to draw for this name or view",
     "E703": "the picture cannot be written",
     "E704": "the trace asked for is too large",
+    "E705": "a value longer than NetBox takes",
     # E750-E779, W750-W779: jobs and forecasting (`astral forecast`, seer; runs tables)
     "E750": "tensor-parallel degree does not divide the attention heads",
     "E751": "pipeline stages cannot hold the layers",

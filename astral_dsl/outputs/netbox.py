@@ -28,6 +28,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
 from astral_dsl.outputs.netbox_csv import write_csv
+from astral_dsl.outputs.netbox_lengths import cable_bound, too_long
 from astral_dsl.outputs.netbox_names import distinct, same_maker, slug, slugs
 from astral_dsl.regularfile import created
 from astral_dsl.units import Quantity
@@ -49,11 +50,12 @@ INFINIBAND = {100e9: "infiniband-edr", 200e9: "infiniband-hdr", 400e9: "infiniba
 class Written:
     files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
     notes: Tuple[str, ...]
+    diagnostics: Tuple = ()                  # E705: nothing was written (netbox_lengths.py)
 
 
 def write(design, directory: str, devices=None) -> Written:
-    """Write the files below `directory` (created); `devices`: analyses.devices.Devices."""
-    os.makedirs(directory, exist_ok=True)
+    """Write the files below `directory` (created); `devices`: analyses.devices.Devices. A
+    value longer than NetBox takes (E705) is said instead, and nothing is written."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
     sws = list(switches(design, owners))
@@ -61,6 +63,20 @@ def write(design, directory: str, devices=None) -> Written:
     by_path = {p.path: p for p in found}
     notes: List[str] = []
     files: List[Tuple[str, int]] = []
+    hosts = [p for p in found if p.kind == "host"]
+    named_apart: List[str] = []          # their notes, said after the racks' (as before)
+    types = same_maker(_device_types(hosts, sws), named_apart)
+    makers = slugs(t.manufacturer for t in types.values())
+    types = distinct(types, makers, named_apart)
+    panels, feeds = _power(design, found, names)
+    made = {id(t): (inst, t) for inst, t in [(p.instance, types[id(p.instance)]) for p in hosts]
+            + [(s.model, types[_switch_key(s)]) for s in sws if s.model is not None]}
+    refused = too_long(design, found, sws, owners, names, made.values(), devices, panels, feeds,
+                       lambda: (cable_bound(found, sws), lambda: _cables(design, owners, names,
+                                                                         by_path, [])))
+    if refused:
+        return Written((), (), tuple(refused))
+    os.makedirs(directory, exist_ok=True)
 
     def out(name: str, header: Sequence[str], rows: Iterable[Sequence], optional=()):
         files.append((name, write_csv(os.path.join(directory, name), header, rows, optional,
@@ -78,10 +94,7 @@ def write(design, directory: str, devices=None) -> Written:
     out("racks.csv", ("site", "location", "name", "status", "u_height", "description"),
         ((names[p.site], names[p.location] if p.location else "", names[p.path], STATUS,
           _units(p.instance), p.path) for p in racks), optional=("u_height",))
-    hosts = [p for p in found if p.kind == "host"]
-    types = same_maker(_device_types(hosts, sws), notes)
-    makers = slugs(t.manufacturer for t in types.values())
-    types = distinct(types, makers, notes)
+    notes += named_apart
     kinds = sorted({t.slug: t for t in types.values()}.values(), key=lambda t: t.slug)
     unnamed = sorted(t.model for t in kinds if t.manufacturer == UNSPECIFIED)
     if unnamed:
@@ -109,7 +122,6 @@ def write(design, directory: str, devices=None) -> Written:
     out("cables.csv", ("side_a_device", "side_a_type", "side_a_name", "side_b_device",
                        "side_b_type", "side_b_name", "status", "description"),
         _cables(design, owners, names, by_path, notes))
-    panels, feeds = _power(design, found, names)
     out("power_panels.csv", ("site", "location", "name", "description"), panels)
     out("power_feeds.csv", ("site", "power_panel", "name", "status", "type", "supply",
                             "phase", "voltage", "amperage", "description"), feeds,

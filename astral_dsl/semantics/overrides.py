@@ -64,6 +64,17 @@ def from_python(name: str, value: Optional[str] = None, shell: bool = False,
     return f"with_params({name}={value if _PLAIN.fullmatch(value) else repr(value)})"
 
 
+def listed(listing: str, argument: str, option: "Option" = from_python) -> "Option":
+    """`option`, but a name given to the command's option `listing` (`--job`) is named as an
+    item of the API's list argument `argument`: `jobs=['NAME']`, as `report(jobs=[...])` and
+    `check(scenarios=[...])` take them, not `job='NAME'`, an argument those calls do not
+    have. Every other name (an override, a scenario of `report`) is `option`'s."""
+    def named(name: str, value: Optional[str] = None, shell: bool = False,
+              flag: str = "--set") -> str:
+        return f"{argument}=[{name!r}]" if flag == listing else option(name, value, shell, flag)
+    return named
+
+
 # a number as Python writes it too, or `...`, a hint's placeholder (`with_params(NAME=...)`)
 _PLAIN = re.compile(r"-?[0-9]+(\.[0-9]+)?|\.\.\.")
 

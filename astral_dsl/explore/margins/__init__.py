@@ -82,6 +82,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
     limits = collect(ws, ev, checked)
     values = {n: q for n, q in _numeric_params(design).items()
               if params is None or n in params}
+    asked, not_numeric = _not_moved(design, params, values)
     symbols = {n: s for n, (s, _) in ev.params.items()}
     current = ev.current()
     cache: Dict[tuple, object] = {}
@@ -181,8 +182,22 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
         out.append(Margin(lim, tuple(ranges[lim.key]), symbolic,
                           _condition(lim, ev, values) if symbolic else None, notes,
                           tuple(dependent[lim.key])))
-    return Report(design.file, values, out, checked.diagnostics, None,
-                  sized_notes + tuple(report_notes))
+    return Report(design.file, values, out, tuple(checked.diagnostics) + asked, None,
+                  sized_notes + not_numeric + tuple(report_notes))
+
+
+def _not_moved(design, params, values) -> Tuple[tuple, tuple]:
+    """E213 for each name of `params` that is no top-level parameter of the design, named as
+    the API's argument gives it (`params=['x']`: it was left out in silence, and its margins
+    with it), and a note for each parameter that is not a number (its value is not moved)."""
+    from astral_dsl.semantics.overrides import listed, unknown_parameter
+
+    declared = [n for n, _ in design.params]
+    unknown = tuple(unknown_parameter(listed("--set", "params"), name, declared, design.file)
+                    for name in dict.fromkeys(params or ()) if name not in declared)
+    return unknown, tuple(f"`{name}` is not a number: its margins are not bracketed"
+                          for name in dict.fromkeys(params or ())
+                          if name in declared and name not in values)
 
 
 def _chosen(ws):

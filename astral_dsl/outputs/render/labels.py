@@ -79,6 +79,87 @@ def dot_tooltip(text) -> str:
     return _plain(text, "\\" * 4)
 
 
+# ---- DOT quoting in linear time ----------------------------------------------------------------
+# graphviz.quoting.quote finds the quotes to escape with a regex that tries every backslash of
+# a run for a pair, a backslash and a quote: quadratic in a run of backslashes with no quote
+# after it (16,000 of them, one tooltip of 4,000 from a design, took about 3 s of CPU, and a
+# picture quotes a problem's tooltip on every node it marks). `Dot` is graphviz's Digraph with
+# graphviz's own quote and attribute lists, its two regexes replaced by these scans: the same
+# DOT text, byte for byte (tests/test_render_quoting.py).
+
+def _trailing_backslashes(text: str) -> int:
+    return len(text) - len(text.rstrip("\\"))
+
+
+def _escape_unescaped_quotes(text: str) -> str:
+    """graphviz.quoting.ESCAPE_UNESCAPED_QUOTES by one pass: a `"` after an even number of
+    backslashes gets one (`\\"`); after an odd number it is escaped already."""
+    parts = text.split('"')
+    out = []
+    for part in parts[:-1]:
+        out += [part, '"' if _trailing_backslashes(part) % 2 else '\\"']
+    out.append(parts[-1])
+    return "".join(out)
+
+
+def _ends_in_odd_backslashes(text: str) -> bool:
+    """graphviz.quoting.FINAL_ODD_BACKSLASHES.search by one scan: an odd number of backslashes
+    at the end, or (its `$`) before a final line break."""
+    return bool(_trailing_backslashes(text) % 2 or
+                text.endswith("\n") and _trailing_backslashes(text[:-1]) % 2)
+
+
+def quote(identifier: str) -> str:
+    """graphviz.quoting.quote (a DOT identifier, quoted when it must be; its warning of a string
+    ending in an odd number of backslashes), in time linear in the text."""
+    return graphviz.quoting.quote(identifier, escape_unescaped_quotes=_escape_unescaped_quotes,
+                                  endswith_odd_number_of_backslashes=_ends_in_odd_backslashes)
+
+
+def _items(mapping):
+    """graphviz's order of attributes: a plain dict's sorted, another mapping's as it is."""
+    return iter(sorted(mapping.items())) if type(mapping) is dict else iter(mapping.items())
+
+
+def a_list(label=None, kwargs=None, attributes=None) -> str:
+    """graphviz.quoting.a_list, quoted by `quote`."""
+    result = [f"label={quote(label)}"] if label is not None else []
+    if kwargs:
+        result += [f"{quote(k)}={quote(v)}" for k, v in _items(kwargs) if v is not None]
+    if attributes:
+        pairs = _items(attributes) if hasattr(attributes, "items") else attributes
+        result += [f"{quote(k)}={quote(v)}" for k, v in pairs if v is not None]
+    return " ".join(result)
+
+
+def attr_list(label=None, kwargs=None, attributes=None) -> str:
+    """graphviz.quoting.attr_list, quoted by `quote`."""
+    content = a_list(label, kwargs=kwargs, attributes=attributes)
+    return f" [{content}]" if content else ""
+
+
+def quote_edge(identifier: str) -> str:
+    """graphviz.quoting.quote_edge (`node:port:compass`), quoted by `quote`."""
+    node, _, rest = identifier.partition(":")
+    parts = [quote(node)]
+    if rest:
+        port, _, compass = rest.partition(":")
+        parts.append(quote(port))
+        if compass:
+            parts.append(compass)
+    return ":".join(parts)
+
+
+class Dot(graphviz.Digraph):
+    """A graphviz.Digraph whose names and attributes are quoted in linear time (its subgraphs
+    are Dots too): every picture's graph (style.Canvas)."""
+
+    _quote = staticmethod(quote)
+    _quote_edge = staticmethod(quote_edge)
+    _a_list = staticmethod(a_list)
+    _attr_list = staticmethod(attr_list)
+
+
 def _font(colour: str, body: str, size: str = "") -> str:
     """A FONT element; Graphviz refuses an empty one (a host with NICs and no GPUs had one)."""
     return f'<FONT COLOR="{colour}"{size}>{body or " "}</FONT>'
@@ -161,5 +242,5 @@ def table(rows: List[List], colour: str, *, header: Optional[str] = None,
     return "<" + "".join(out) + ">"
 
 
-__all__ = ["LABEL_CHARS", "Line", "cut_texts", "dot_label", "dot_tooltip", "esc", "fit",
+__all__ = ["Dot", "LABEL_CHARS", "Line", "cut_texts", "dot_label", "dot_tooltip", "esc", "fit",
            "label", "short", "table"]

@@ -10,10 +10,8 @@ from __future__ import annotations
 import contextlib
 from typing import Iterable, Optional, Sequence, Tuple
 
-import graphviz
-
-from astral_dsl.outputs.render.labels import (Line, cut_texts, dot_label, dot_tooltip, esc,
-                                              fit, label, short, table)
+from astral_dsl.outputs.render.labels import (Dot, Line, cut_texts, dot_label, dot_tooltip,
+                                              esc, fit, label, short, table)
 
 FONT = "Helvetica"
 
@@ -49,7 +47,8 @@ GREY, GREY_FILL = "#9e9e9e", "#eeeeee"
 # ---- the canvas ---------------------------------------------------------------------------------
 
 class Canvas:
-    """A graphviz.Digraph with the marks of a render context.
+    """A graphviz.Digraph (labels.Dot: quoted in linear time) with the marks of a render
+    context.
 
     `parts` of a node or cluster: the model instances it stands for (a diagnostic whose source
     lies in one of them turns it red; a part failed by the scenario greys it)."""
@@ -61,7 +60,7 @@ class Canvas:
         self.ctx = ctx
         self.view = view
         self.cluster_labels = cluster_labels
-        self.g = graphviz.Digraph(
+        self.g = Dot(
             name=f"astral_{view}", format="svg",
             graph_attr={"rankdir": rankdir, "fontname": FONT, "fontsize": "12",
                         "labelloc": "t", "labeljust": "c", "newrank": "true",
@@ -76,7 +75,7 @@ class Canvas:
                        "penwidth": "1.3"})
         # everything is drawn inside one borderless cluster whose label, below the drawing,
         # holds the legend and the list of problems
-        self.body = graphviz.Digraph(name="cluster_all")
+        self.body = Dot(name="cluster_all")
         self._stack = [self.body]
         self._failed_stack = [False]
         self.marked: set = set()           # ids of diagnostics drawn on some node

@@ -1,0 +1,191 @@
+"""The lengths NetBox takes, checked before `astral export --netbox` writes a file (netbox.py): a
+name, serial, asset tag or description longer than the NetBox field it fills is E705, and
+nothing is written. NetBox's import refuses such a row ("Ensure this value has at most 64
+characters"), after the rows before it went in: a design whose paths are long (a host named by
+its path, `Site.rows_of_hall_one[0].racks[3].hosts[0]`, past a device name's 64 characters)
+gave files that NetBox took in part. One E705 is said for each field of each part of the design
+(its `name` pattern, or its declaration), with the first name of its replicas that is too long
+and how many are.
+
+The limits are the `max_length` of NetBox 4.x's model fields, as in the netbox-community/netbox
+repository at v4.1 (netbox/dcim/models/sites.py, racks.py, devices.py, device_components.py,
+device_component_templates.py, power.py; netbox/netbox/models/__init__.py for the description
+and the name of an organizational or nested model). They are cited from those files as we know
+them, not read here: NetBox is not a package on PyPI, and this machine reaches no other source
+(tests/fixtures/netbox/README.md says the same of the import forms' columns)."""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Tuple
+
+from astral_dsl.diagnostics import Diagnostic, Severity, excerpt
+
+# (what NetBox calls it, its max_length)
+SITE = ("a site's name (dcim.Site.name)", 100)
+LOCATION = ("a location's name (dcim.Location.name)", 100)
+RACK = ("a rack's name (dcim.Rack.name)", 100)
+DEVICE = ("a device's name (dcim.Device.name)", 64)
+SERIAL = ("a device's serial (dcim.Device.serial)", 50)
+ASSET_TAG = ("a device's asset tag (dcim.Device.asset_tag)", 50)
+INTERFACE = ("an interface's name (dcim.Interface.name, dcim.InterfaceTemplate.name)", 64)
+MANUFACTURER = ("a manufacturer's name (dcim.Manufacturer.name)", 100)
+MODEL = ("a device type's model (dcim.DeviceType.model)", 100)
+PANEL = ("a power panel's name (dcim.PowerPanel.name)", 100)
+FEED = ("a power feed's name (dcim.PowerFeed.name)", 100)
+DESCRIPTION = ("a description (the model path; every exported model's `description`)", 200)
+NAMED = {"site": SITE, "hall": LOCATION, "pod": LOCATION, "row": LOCATION, "block": LOCATION,
+         "rack": RACK, "host": DEVICE}
+
+
+class _Found:
+    """The too-long values, grouped by (limit, span): the first of each, and how many."""
+
+    def __init__(self):
+        self.groups: Dict[tuple, list] = {}
+
+    def add(self, limit, text: str, span, where: str, hint: str) -> None:
+        if len(text) > limit[1]:
+            entry = self.groups.setdefault((limit, span), [text, where, hint, 0])
+            entry[3] += 1
+
+    def diagnostics(self, file) -> List[Diagnostic]:
+        out = []
+        for ((what, most), span), (text, where, hint, count) in self.groups.items():
+            more = f"; {count - 1:,} more like it" if count > 1 else ""
+            of = "" if where in text else f"{where}: "      # (a path: the text says it)
+            out.append(Diagnostic(
+                "E705", Severity.ERROR,
+                f"{of}`{excerpt(text, 80)}` ({len(text):,} characters{more}) is longer than "
+                f"the {most} characters NetBox takes for {what}: its import would refuse the "
+                f"row", span, hint, file=file))
+        return out
+
+
+PATTERN_HINT = ("declare a shorter `name` pattern on it (`name = \"gpu-{pod}-{rack:03}-{host}\"`,"
+                " model/names.py), or shorten its template's and members' names")
+
+
+def _named_hint(inst) -> str:
+    return PATTERN_HINT if isinstance(inst.field("name"), str) else \
+        "name it by a pattern (`name = \"gpu-{pod}-{rack:03}-{host}\"`): without one it is " \
+        "named by its path"
+
+
+def too_long(design, found, sws, owners, names: Dict[str, str], types, devices, panels, feeds,
+             cables) -> List[Diagnostic]:
+    """E705 for each field of each part that the export would write too long. `found`,
+    `sws`, `owners`: the parts, switches and owners' replicas (analyses/inventory.py); `names`:
+    path -> exported name; `types`: (instance, netbox.DeviceType made from it); `devices`:
+    the inventory's (or None); `panels`, `feeds`: their rows; `cables()`: (the longest a
+    cable's description can be, a function giving the cables' rows, asked only when that
+    is past the limit)."""
+    seen = _Found()
+    by_path = {p.path: p for p in found}
+
+    def name(limit, path: str, kind: str, declared, hint: str) -> None:
+        """The name of the part at `path` and its description (its path), said at `declared`
+        (its `name` pattern or declaration), or the inventory's row that names it."""
+        span, row = declared, devices.by_path.get(path) if devices else None
+        if row is not None and row.file is not None:
+            span, hint = _row_span(row), "the inventory's row names it: NetBox takes at most " \
+                f"{limit[1]} characters there"
+        seen.add(limit, names[path], span, path, hint)
+        seen.add(DESCRIPTION, path, declared, path, _path_hint(kind))
+
+    for p in found:
+        if p.kind in NAMED:
+            name(NAMED[p.kind], p.path, p.kind, p.instance.span_of("name"),
+                 _named_hint(p.instance))
+    tiers = _tiers(design, sws, owners)
+    for s in sws:
+        tier = tiers.get((s.fabric, s.owner, s.tier))
+        name(DEVICE, s.path, "switch", tier.span_of("name") if tier is not None else None,
+             _named_hint(tier) if tier is not None else PATTERN_HINT)
+    for inst, t in types:
+        seen.add(MODEL, t.model, inst.span, inst.template,
+                 "shorten the template's name (a device type is named after it)")
+        seen.add(MANUFACTURER, t.manufacturer, inst.span_of("vendor"), inst.template,
+                 "shorten its `vendor`")
+        for name, _kind in t.interfaces:
+            seen.add(INTERFACE, name, _nic_span(inst, name), inst.template,
+                     "declare a shorter `name` pattern on its NICs (`name = \"eth{nic}\"`)")
+    for path, device in (devices.by_path.items() if devices else ()):
+        span = _row_span(device)
+        for limit, value in ((SERIAL, device.serial), (ASSET_TAG, device.asset_tag)):
+            if value:
+                seen.add(limit, value, span, path, "the inventory's row: NetBox takes at most "
+                         f"{limit[1]} characters there")
+    for _site, _location, name, path in panels:
+        part = by_path.get(path)
+        seen.add(PANEL, name, part.instance.span_of("name") if part else None, path,
+                 _named_hint(part.instance) if part else PATTERN_HINT)
+    for row in feeds:
+        name, path = row[2], row[-1]
+        seen.add(FEED, name, None, path, "shorten the feeder's name")
+        seen.add(DESCRIPTION, path, None, path, _path_hint("feeder"))
+    longest, rows = cables()
+    if longest > DESCRIPTION[1]:
+        for row in rows():
+            first = row[7].split(" ", 1)[0]
+            part = by_path.get(first)
+            seen.add(DESCRIPTION, row[7], part.instance.span if part else None, first,
+                     "a cable's description names its two ends' paths: " + _path_hint("cable"))
+    return seen.diagnostics(design.file)
+
+
+def _path_hint(kind: str) -> str:
+    return (f"the {kind}'s path is its description, which an inventory binds by: shorten the "
+            f"names of the templates and members on its path")
+
+
+def _tiers(design, sws, owners) -> Dict[Tuple[str, str, str], object]:
+    """(fabric, owner replica, tier) -> the tier's declaration: the instance at its canonical
+    path (`owners`: canonical owner path -> its replicas' paths, inventory.owner_replicas)."""
+    canonical = {replica: path for path, replicas in owners.items() for replica in replicas}
+    out: Dict[Tuple[str, str, str], object] = {}
+    for s in sws:
+        key = (s.fabric, s.owner, s.tier)
+        if key not in out:
+            fabric = s.fabric.replace(s.owner, canonical.get(s.owner, s.owner), 1)
+            out[key] = design.instance(f"{fabric}.{s.tier}")
+    return out
+
+
+def _nic_span(host, interface: str):
+    """The span of the NIC pattern that names `interface` on `host`, else the host's."""
+    for m in host.members:
+        value = m.value
+        items = [i for _, i in value.flat()] if hasattr(value, "flat") else [value]
+        for nic in items:
+            if getattr(nic, "kind", None) == "nic" and isinstance(nic.field("name"), str):
+                return nic.span_of("name")
+    return host.span
+
+
+def _row_span(device):
+    from astral_dsl.diagnostics import Span
+
+    if device.file is None or device.line is None:
+        return None
+    return Span.at(device.file, device.line, 1)
+
+
+def longest(texts: Iterable[str]) -> int:
+    return max(map(len, texts), default=0)
+
+
+def cable_bound(found, sws) -> int:
+    """The longest a cable's description can be (netbox._cables: `HOST nic K port J -- SWITCH`,
+    `LOWER port N -- UPPER`), from the longest paths: the cables (millions) are read only when
+    it is past the limit."""
+    from astral_dsl.analyses.inventory import interface_names
+
+    hosts = [p for p in found if p.kind == "host"]
+    switch, between, cache = longest(s.path for s in sws), 0, {}
+    for inst in {id(p.instance): p.instance for p in hosts}.values():
+        between = max(between, longest(f" nic {k} port {j} -- "
+                                       for k, j, _ in interface_names(inst, cache)))
+    return max(longest(p.path for p in hosts) + between + switch,
+               2 * switch + len(" port  -- ") + 10)      # a port number of at most 10 digits
+
+
+__all__ = ["cable_bound", "longest", "too_long"]

@@ -1,0 +1,110 @@
+"""`astral export --netbox` refuses a value longer than the NetBox field it fills (E705,
+outputs/netbox_lengths.py), and writes nothing: a host named by its path past a device name's
+64 characters, a cable's description past 200, a serial past 50 went into files NetBox's import
+refuses row by row ("Ensure this value has at most 64 characters"), after the rows before."""
+from __future__ import annotations
+
+import csv
+import json
+
+from clirun import astral
+from test_netbox import DESIGN, _fleet, _hosts
+
+
+def _one_rack(member: str) -> str:
+    """A design whose host is named by its path, `S.MEMBER[0].hosts[0]`: len(MEMBER) + 14."""
+    return ("gpu G { power = 700 W }\n"
+            "host H { gpus = 2 x G, power = 3 kW }\n"
+            "rack R { hosts = 1 x H, power_limit = 45 kW }\n"
+            f"site S {{ {member} = 1 x R }}\n")
+
+
+def _export(folder, text: str, *more: str):
+    (folder / "d.astral").write_text(text, encoding="utf-8")
+    return astral("export", "--netbox", str(folder / "out"), str(folder / "d.astral"), *more,
+                  cwd=folder)
+
+
+def test_a_device_name_of_64_characters_is_written_and_one_of_65_refused(tmp_path):
+    proc = _export(tmp_path, _one_rack("m" * 50))
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "out" / "devices.csv", encoding="utf-8") as f:
+        (device,) = csv.DictReader(f)
+    assert len(device["name"]) == 64
+    (tmp_path / "d.astral").unlink()
+    longer = tmp_path / "longer"
+    longer.mkdir()
+    proc = _export(longer, _one_rack("m" * 51))
+    assert proc.returncode == 1
+    name = f"S.{'m' * 51}[0].hosts[0]"
+    assert f"error[E705]: `{name}` (65 characters) is longer than the 64 characters NetBox " \
+           f"takes for a device's name (dcim.Device.name)" in proc.stderr
+    assert "d.astral:2:1" in proc.stderr                  # the host's declaration
+    assert "hint: name it by a pattern" in proc.stderr
+    assert f"nothing written to `{longer / 'out'}`" in proc.stderr
+    assert not (longer / "out").exists()
+    doc = json.loads(_export(longer, _one_rack("m" * 51), "--format", "json").stdout)
+    assert doc["valid"] is False and doc["netbox"] is None
+    assert [(d["code"], d["range"]["start"]["line"]) for d in doc["diagnostics"]
+            if d["code"] == "E705"] == [("E705", 2)]
+    assert not (longer / "out").exists()
+
+
+def test_a_cable_past_200_characters_and_a_serial_past_50_are_said_where_they_come_from(
+        tmp_path):
+    """The hosts and switches are named by patterns (short), but a cable's description is its
+    two ends' paths, here past 200 characters for every host port: one E705 for all of them,
+    at the host; a serial of 51 characters, at its inventory row."""
+    member = "scalable_units_of_the_first_hall_" * 4
+    (tmp_path / "fleet.csv").write_text(_fleet(
+        [(n, "S" * 51 if i == 3 else s, t) for i, (n, s, t) in enumerate(_hosts())]),
+        encoding="utf-8")
+    proc = _export(tmp_path, DESIGN.replace("sus = 2 x SU", f"{member} = 2 x SU").replace(
+        "block SU { racks = 2 x GpuRack }", 'block SU { racks = 2 x GpuRack, name = "su{block}" }'))
+    assert proc.returncode == 1
+    said = [line for line in proc.stderr.splitlines() if line.startswith("error[E705]")]
+    assert len(said) == 2, proc.stderr
+    serial, cable = said
+    host = f"Cluster.{member}[0].racks[0].hosts[3]"
+    assert serial == f"error[E705]: {host}: `{'S' * 51}` (51 characters) is longer than the 50 " \
+                     f"characters NetBox takes for a device's serial (dcim.Device.serial): its " \
+                     f"import would refuse the row"
+    assert "fleet.csv:5:1" in proc.stderr                 # the fourth host's row
+    # the first cable (217 characters: its host port's path and the leaf's), and the 127 host
+    # ports' after it, at the host's declaration (the uplinks' descriptions are short)
+    assert cable.startswith("error[E705]: `Cluster.scalable_units_of_the_first_hall_scalabl")
+    assert cable.endswith("k[0].rail[0].leaf[0]` (217 characters; 127 more like it) is longer "
+                          "than the 200 characters NetBox takes for a description (the model "
+                          "path; every exported model's `description`): its import would "
+                          "refuse the row")
+    assert "d.astral:5:1" in proc.stderr and "hint: a cable's description names its two " \
+                                             "ends' paths" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_docs_diagnostics_md_shows_what_e705_prints(tmp_path):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "diagnostics.md").read_text(
+        encoding="utf-8")
+    section = text[text.index("### E705"):]
+    block = section[section.index("```console\n") + len("```console\n"):]
+    command, *shown = block[:block.index("```")].rstrip("\n").split("\n")
+    assert command == "$ astral export d.astral --netbox out"
+    (tmp_path / "d.astral").write_text(_one_rack("m" * 51), encoding="utf-8")
+    proc = astral("export", "d.astral", "--netbox", "out", "--color", "never", cwd=tmp_path)
+    lines = proc.stderr.rstrip("\n").split("\n")
+    assert lines[lines.index(shown[0]):] == shown
+
+
+def test_a_name_an_inventory_gives_is_said_at_its_row(tmp_path):
+    (tmp_path / "fleet.csv").write_text(f"name,path\n{'n' * 65},S.m[0].hosts[0]\n",
+                                        encoding="utf-8")
+    proc = _export(tmp_path, _one_rack("m") + 'inventory Fleet {\n  file = "fleet.csv"\n'
+                                              '  columns { path = "path" }\n}\n')
+    assert proc.returncode == 1
+    assert f"error[E705]: S.m[0].hosts[0]: `{'n' * 65}` (65 characters) is longer than the 64 " \
+           f"characters NetBox takes for a device's name" in proc.stderr
+    assert "fleet.csv:2:1" in proc.stderr
+    assert "hint: the inventory's row names it: NetBox takes at most 64 characters there" \
+        in proc.stderr
