@@ -44,7 +44,7 @@ Check (`check`, what `astral check` runs on a Design):
                 `run_scenario` on the baseline and the twin (E680, W680; E216, E408)
 20. devices     analyses/inventory.py and fleet.py: the devices the design names (its `name`
                 patterns) and its `inventory` files bind, their names then beside their paths
-                in every diagnostic (analyses/devices.py; W231, E230, E232-E235)
+                in every diagnostic (analyses/devices.py; W231, E230, E232-E236)
 21. accepted    model/allows.py `accept`: the warnings the design's `allow`s and the baseline
                 accept, kept apart; an `allow` that accepts nothing (W220)
 

@@ -108,3 +108,30 @@ def test_a_name_an_inventory_gives_is_said_at_its_row(tmp_path):
     assert "fleet.csv:2:1" in proc.stderr
     assert "hint: the inventory's row names it: NetBox takes at most 64 characters there" \
         in proc.stderr
+
+
+def _patterned(pattern: str, hosts: int = 2, racks: int = 1) -> str:
+    return ("gpu G { power = 700 W }\n"
+            f'host H {{ gpus = 2 x G, power = 3 kW, name = "{pattern}" }}\n'
+            f"rack R {{ hosts = {hosts} x H, power_limit = 45 kW }}\n"
+            f"site S {{ racks = {racks} x R }}\n")
+
+
+def test_a_name_a_pattern_makes_past_64_characters_is_e705_not_cut(tmp_path):
+    """A pattern's name was cut to 64 characters in silence (analyses/inventory.py): two hosts
+    that differ past the 64th went into devices.csv under one name."""
+    pattern = "h" * 70 + "-{host}"
+    proc = _export(tmp_path, _patterned(pattern))
+    assert proc.returncode == 1, proc.stdout
+    assert f"error[E705]: S.racks[0].hosts[0]: `{'h' * 70}-0` (72 characters; 1 more like " \
+           f"it) is longer than the 64 characters NetBox takes for a device's name" \
+        in proc.stderr
+    assert "d.astral:2:45" in proc.stderr                 # its `name` pattern
+    assert "hint: declare a shorter `name` pattern on it" in proc.stderr
+    assert not (tmp_path / "out").exists()
+    short = tmp_path / "short"
+    short.mkdir()
+    proc = _export(short, _patterned("h" * 62 + "-{host}"))
+    assert proc.returncode == 0, proc.stderr
+    with open(short / "out" / "devices.csv", encoding="utf-8") as f:
+        assert [d["name"] for d in csv.DictReader(f)] == [f"{'h' * 62}-0", f"{'h' * 62}-1"]

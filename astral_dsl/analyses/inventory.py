@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.model.names import MAX_NAME, render
+from astral_dsl.model.names import render
 from astral_dsl.model.values import plane_label
 from astral_dsl.units import Quantity
 
@@ -49,6 +49,7 @@ class Switch:
     site: str
     missing: Tuple[str, ...] = ()
     ports: Tuple = ()                 # the tier's (down ports, down speed, up ports, up speed)
+    declared: Optional[Instance] = None  # the tier's declaration (its `name` pattern's span)
 
 
 def parts(design: Design) -> Iterator[Part]:
@@ -93,8 +94,7 @@ def named(pattern, values: Dict, path: str) -> Tuple[str, Tuple[str, ...]]:
     """The name a pattern (a string field, None when not declared) gives, else the path."""
     if not isinstance(pattern, str):
         return path, ()
-    name, missing = render(pattern, values)
-    return name[:MAX_NAME], missing
+    return render(pattern, values)
 
 
 def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
@@ -132,11 +132,11 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
                             for index in range(t.size(scope[1] if scope else None, rail,
                                                       plane)):
                                 yield _switch(fabric, replica, site, t.name, tier, pattern,
-                                              scope, rail, plane, index, ports)
+                                              scope, rail, plane, index, ports, decl)
 
 
 def _switch(fabric, owner, site, tier_name, model, pattern, scope, rail, plane, index,
-            ports=()):
+            ports=(), declared=None):
     from astral_dsl.model.values import fabric_path
 
     path = fabric_path(fabric, scope, rail, plane, tier_name, index)
@@ -148,7 +148,7 @@ def _switch(fabric, owner, site, tier_name, model, pattern, scope, rail, plane, 
     if plane is not None:
         values["plane"] = plane_label(plane)
     name, missing = named(pattern, values, path)
-    return Switch(path, name, model, tier_name, fabric, owner, site, missing, ports)
+    return Switch(path, name, model, tier_name, fabric, owner, site, missing, ports, declared)
 
 
 def _tier(design: Design, fabric: str, tier: str) -> Optional[Instance]:
@@ -181,31 +181,78 @@ class Named:
 
 
 def named_parts(design: Design) -> Named:
-    """The hosts, racks and switches of the design with their names, and E235 for a pattern
-    that names a placeholder its part does not have (once per pattern)."""
+    """The hosts, racks and switches of the design with their names; E235 for a pattern that
+    names a placeholder its part does not have, E236 for one that gives a part the name of
+    another (once per pattern each)."""
     from astral_dsl.diagnostics import Diagnostic, Severity
 
     named: Dict[str, Tuple[str, str]] = {}
     by_name: Dict[str, str] = {}
     bad: Dict[str, Tuple[str, Tuple[str, ...], Any]] = {}
+    twice = _Twice(by_name)
     found = list(parts(design))
     for p in found:
         if p.kind in ("host", "rack"):
             named[p.path] = (p.kind, p.name)
-            by_name.setdefault(p.name, p.path)
+            twice.add(p.path, p.name, p.instance, p.missing)
         if p.missing:
             bad.setdefault(p.instance.field("name"),
                            (p.path, p.missing, p.instance.span_of("name")))
     for s in switches(design, owner_replicas(design, found)):
         named[s.path] = ("switch", s.name)
-        by_name.setdefault(s.name, s.path)
+        twice.add(s.path, s.name, s.declared, s.missing)
     diags = tuple(Diagnostic(
         "E235", Severity.ERROR, f"the name pattern `{pattern}` names "
         + ", ".join(f"`{{{k}}}`" for k in missing) + f", which {path} does not have",
         span, "a part has the kinds on its path (`{rack}`, `{pod}`...) and `{index}`; a "
               "switch also `{rail}` and `{plane}`", file=design.file)
         for pattern, (path, missing, span) in bad.items())
-    return Named(named, by_name, diags)
+    return Named(named, by_name, diags + twice.diagnostics(design.file))
+
+
+class _Twice:
+    """The parts named as one before them was (E236): by the pattern that names the second,
+    the first such part, the one it meets, and how many. A part named by its path meets none
+    (paths are distinct); one whose pattern lacks a placeholder (E235) is not counted."""
+
+    def __init__(self, by_name: Dict[str, str]):
+        self.by_name = by_name            # name -> the first part's path (shared with Named)
+        self.declared: Dict[str, Any] = {}   # path -> the declaration naming it by a pattern
+        self.groups: Dict[Any, list] = {}
+
+    def add(self, path: str, name: str, declared, missing) -> None:
+        first = self.by_name.setdefault(name, path)
+        if declared is not None and isinstance(declared.field("name"), str):
+            self.declared[path] = declared
+        if first == path or missing:
+            return
+        if path in self.declared:       # (else `name` is its path, which a pattern made first)
+            self._add(self.declared[path], path, name, first, self.declared.get(first))
+        elif first in self.declared:
+            self._add(self.declared[first], first, name, path, None)
+
+    def _add(self, by, path: str, name: str, other: str, other_by) -> None:
+        entry = self.groups.setdefault(by.span_of("name"), [by, path, name, other, other_by, 0])
+        entry[5] += 1
+
+    def diagnostics(self, file) -> Tuple:
+        from astral_dsl.diagnostics import Diagnostic, Severity
+
+        out = []
+        for span, (by, path, name, other, other_by, count) in self.groups.items():
+            said = f"`{name}`, which is the path of" if other_by is None else "as it names" \
+                if other_by.span_of("name") == span else \
+                f"as the name pattern `{other_by.field('name')}` names"
+            more = f"; {count - 1:,} more part(s) it names as another is named" \
+                if count > 1 else ""
+            out.append(Diagnostic(
+                "E236", Severity.ERROR, f"the name pattern `{by.field('name')}` names {path} "
+                f"{said} {other}{more}", span,
+                "add the placeholder that tells them apart: the part's own index among its "
+                "siblings (`{index}`, `{host}` on a host, `{rack}` on a rack) and the kinds "
+                "above it where they repeat (`{pod}`, `{row}`...); a switch's `{rail}`, "
+                "`{plane}`", file=file))
+        return tuple(out)
 
 
 def owner_replicas(design: Design, found: List[Part]) -> Dict[str, List[str]]:

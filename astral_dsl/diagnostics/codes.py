@@ -53,6 +53,7 @@ CODES: dict[str, str] = {
     "E233": "two inventory rows for one part",
     "E234": "inventory column missing",
     "E235": "name pattern with a placeholder its part does not have",
+    "E236": "name pattern that gives two parts one name",
     "W220": "an `allow` or a baseline entry that accepts nothing",
     # E3xx: units, types and values
     "E300": "unknown unit",

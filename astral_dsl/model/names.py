@@ -19,7 +19,6 @@ KEYS = ("site", "hall", "pod", "row", "block", "rack", "host", "index", "rail", 
 # compiled by `re` on first use, not at import: a design without name patterns never uses it
 # (for start-up)
 PLACEHOLDER = r"\{([A-Za-z_]+)([+-]\d{1,6})?(?::([^{}]{0,16}))?\}"
-MAX_NAME = 64          # NetBox's length of a device's name
 NAMED_KINDS = ("host", "rack", "row", "block", "pod", "hall", "site", "tier", "nic")
 
 

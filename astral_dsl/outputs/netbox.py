@@ -71,7 +71,7 @@ def write(design, directory: str, devices=None) -> Written:
     panels, feeds = _power(design, found, names)
     made = {id(t): (inst, t) for inst, t in [(p.instance, types[id(p.instance)]) for p in hosts]
             + [(s.model, types[_switch_key(s)]) for s in sws if s.model is not None]}
-    refused = too_long(design, found, sws, owners, names, made.values(), devices, panels, feeds,
+    refused = too_long(design, found, sws, names, made.values(), devices, panels, feeds,
                        lambda: (cable_bound(found, sws), lambda: _cables(design, owners, names,
                                                                          by_path, [])))
     if refused:

@@ -15,7 +15,7 @@ them, not read here: NetBox is not a package on PyPI, and this machine reaches n
 (tests/fixtures/netbox/README.md says the same of the import forms' columns)."""
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List
 
 from astral_dsl.diagnostics import Diagnostic, Severity, excerpt
 
@@ -70,14 +70,13 @@ def _named_hint(inst) -> str:
         "named by its path"
 
 
-def too_long(design, found, sws, owners, names: Dict[str, str], types, devices, panels, feeds,
+def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, feeds,
              cables) -> List[Diagnostic]:
-    """E705 for each field of each part that the export would write too long. `found`,
-    `sws`, `owners`: the parts, switches and owners' replicas (analyses/inventory.py); `names`:
-    path -> exported name; `types`: (instance, netbox.DeviceType made from it); `devices`:
-    the inventory's (or None); `panels`, `feeds`: their rows; `cables()`: (the longest a
-    cable's description can be, a function giving the cables' rows, asked only when that
-    is past the limit)."""
+    """E705 for each field of each part that the export would write too long. `found`, `sws`:
+    the parts and switches (analyses/inventory.py); `names`: path -> exported name; `types`:
+    (instance, netbox.DeviceType made from it); `devices`: the inventory's (or None); `panels`,
+    `feeds`: their rows; `cables()`: (the longest a cable's description can be, a function
+    giving the cables' rows, asked only when that is past the limit)."""
     seen = _Found()
     by_path = {p.path: p for p in found}
 
@@ -95,9 +94,8 @@ def too_long(design, found, sws, owners, names: Dict[str, str], types, devices, 
         if p.kind in NAMED:
             name(NAMED[p.kind], p.path, p.kind, p.instance.span_of("name"),
                  _named_hint(p.instance))
-    tiers = _tiers(design, sws, owners)
     for s in sws:
-        tier = tiers.get((s.fabric, s.owner, s.tier))
+        tier = s.declared
         name(DEVICE, s.path, "switch", tier.span_of("name") if tier is not None else None,
              _named_hint(tier) if tier is not None else PATTERN_HINT)
     for inst, t in types:
@@ -135,19 +133,6 @@ def too_long(design, found, sws, owners, names: Dict[str, str], types, devices, 
 def _path_hint(kind: str) -> str:
     return (f"the {kind}'s path is its description, which an inventory binds by: shorten the "
             f"names of the templates and members on its path")
-
-
-def _tiers(design, sws, owners) -> Dict[Tuple[str, str, str], object]:
-    """(fabric, owner replica, tier) -> the tier's declaration: the instance at its canonical
-    path (`owners`: canonical owner path -> its replicas' paths, inventory.owner_replicas)."""
-    canonical = {replica: path for path, replicas in owners.items() for replica in replicas}
-    out: Dict[Tuple[str, str, str], object] = {}
-    for s in sws:
-        key = (s.fabric, s.owner, s.tier)
-        if key not in out:
-            fabric = s.fabric.replace(s.owner, canonical.get(s.owner, s.owner), 1)
-            out[key] = design.instance(f"{fabric}.{s.tier}")
-    return out
 
 
 def _nic_span(host, interface: str):

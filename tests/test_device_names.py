@@ -1,0 +1,67 @@
+"""Two parts a design names alike (E236, analyses/inventory.py): a `name` pattern that does not
+tell its replicas apart (`gpu-{rack}` on the hosts of a rack) gave them one name, in silence: an
+inventory's row bound only the first of them, and `astral export --netbox` wrote devices that
+NetBox refuses (a device's name is one per site)."""
+from __future__ import annotations
+
+import textwrap
+
+import astral_dsl
+
+
+def _check(tmp_path, text: str):
+    (tmp_path / "d.astral").write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return astral_dsl.check(astral_dsl.compile(tmp_path / "d.astral")).diagnostics
+
+
+def test_a_pattern_that_names_two_hosts_alike_is_e236_at_the_pattern(tmp_path):
+    said = _check(tmp_path, """
+        gpu G { power = 700 W }
+        host H { gpus = 2 x G, power = 3 kW, name = "gpu-{rack}" }
+        rack R { hosts = 2 x H, power_limit = 45 kW }
+        site S { racks = 3 x R }
+    """)
+    (e,) = [d for d in said if d.code == "E236"]
+    assert e.is_error
+    # (the names stand beside the paths, as in every diagnostic)
+    assert e.message == ("the name pattern `gpu-{rack}` names gpu-0 (S.racks[0].hosts[1]) as it "
+                         "names gpu-0 (S.racks[0].hosts[0]); 2 more part(s) it names as another "
+                         "is named")
+    assert (e.span.start.line, e.span.start.column) == (2, 45)
+    assert "`{host}`" in e.hint and "`{index}`" in e.hint
+
+
+def test_two_patterns_that_meet_are_e236_and_distinct_names_are_not(tmp_path):
+    said = _check(tmp_path, """
+        gpu G { power = 700 W }
+        host H { gpus = 2 x G, power = 3 kW, name = "n{rack}-{host}" }
+        rack R { hosts = 2 x H, power_limit = 45 kW, name = "n{rack}-{index}" }
+        site S { racks = 2 x R }
+    """)
+    # the rack S.racks[0] is `n0-0`, as its first host is
+    (e,) = [d for d in said if d.code == "E236"]
+    assert e.message == ("the name pattern `n{rack}-{host}` names n0-0 (S.racks[0].hosts[0]) as "
+                         "the name pattern `n{rack}-{index}` names n0-0 (S.racks[0]); 1 more "
+                         "part(s) it names as another is named")
+    assert (e.span.start.line, e.span.start.column) == (2, 45)
+    fine = _check(tmp_path, """
+        gpu G { power = 700 W }
+        host H { gpus = 2 x G, power = 3 kW, name = "gpu-{rack}-{host}" }
+        rack R { hosts = 2 x H, power_limit = 45 kW, name = "r{rack}" }
+        site S { racks = 2 x R }
+    """)
+    assert not [d for d in fine if d.is_error]
+
+
+def test_a_tier_whose_switches_share_a_name_is_e236_at_the_tier(tmp_path):
+    from test_netbox import DESIGN
+
+    text = DESIGN.replace('name = "leaf-{block}-{rail}"', 'name = "leaf-{rail}"')
+    said = _check(tmp_path, text)
+    (e,) = [d for d in said if d.code == "E236"]
+    assert e.message.startswith("the name pattern `leaf-{rail}` names leaf-0 (Cluster.fabric"
+                                ".block[1].rail[0].leaf[0]) as it names leaf-0 (Cluster.fabric"
+                                ".block[0].rail[0].leaf[0]); 7 more")
+    line = text[:text.index('name = "leaf-{rail}"')].count("\n") + 1
+    assert e.span.start.line == line
+    assert not [d for d in _check(tmp_path, DESIGN) if d.code == "E236"]
