@@ -21,10 +21,11 @@ meets it long before the machine's memory: each of the values above at the 1 GiB
 E781 (peak about 1 GiB + BUDGET). A file within FROM_BYTES is parsed in the process (a fork
 costs more than its read; at most about 25 times 16 MiB, 400 MB, however it is built). The
 child is the one worker of a process pool forked as observe/load.py's are, and its result comes
-back as theirs do: the same objects, byte for byte. Where a child cannot be
-forked safely (no fork or no /proc, as on Windows and macOS, or threads running other than
-pools.SAFE_THREADS, which a fork could catch holding a lock), the parse runs in the process,
-unbounded as before."""
+back as theirs do: the same objects, byte for byte. The child ends with the process that
+forked it (_die_with: inside a pools.forked_map worker it is a grandchild, which went on
+parsing when its worker was ended). Where a child cannot be forked safely (no fork or no /proc,
+as on Windows and macOS, or threads running other than pools.SAFE_THREADS, which a fork could
+catch holding a lock), the parse runs in the process, unbounded as before."""
 from __future__ import annotations
 
 import os
@@ -67,7 +68,7 @@ def bounded(parse: Callable[..., T], *args, handed: list) -> T:
     _TASK = (parse, args, handed)
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_start) as pool:
+                                 initializer=_start, initargs=(os.getpid(),)) as pool:
             future = pool.submit(_run)           # the worker is forked here, with _TASK
             _TASK = None
             handed.clear()
@@ -131,11 +132,35 @@ def _resource():
     return resource
 
 
-def _start() -> None:
-    """The child's start: nothing written where the parent's streams may be locked (quiet),
-    and its memory bounded (_limit)."""
+def _start(parent: int) -> None:
+    """The child's start: its end tied to its parent's (_die_with), nothing written where the
+    parent's streams may be locked (quiet), and its memory bounded (_limit)."""
+    _die_with(parent)
     quiet()
     _limit()
+
+
+PR_SET_PDEATHSIG = 1        # linux/prctl.h
+
+
+def _die_with(parent: int) -> None:
+    """The kernel kills this child (SIGKILL) as its parent, `parent`, goes. Inside a
+    pools.forked_map worker the child is a grandchild: a worker ended by forked_map's SIGTERM, a
+    SIGKILL or the out-of-memory killer left it parsing (a file of up to 1 GiB, its budget 6
+    GiB) until it sent a result no one read. It cannot watch for that itself (the parser holds
+    the interpreter while it builds, as _watch says), hence the kernel (prctl, through ctypes:
+    Linux; elsewhere, nothing, as before). The signal follows the thread that forked the child,
+    which is bounded's caller (ProcessPoolExecutor forks a "fork" pool's worker in submit), and
+    it waits in bounded until the child is done. A parent gone before the prctl is seen by
+    getppid (the child was handed to another): the child ends at once."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):     # no C library to load, or no prctl in it
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _run():
