@@ -7,12 +7,14 @@ gave files that NetBox took in part. One E705 is said for each field of each par
 (its `name` pattern, or its declaration), with the first name of its replicas that is too long
 and how many are.
 
-The limits are the `max_length` of NetBox 4.x's model fields, as in the netbox-community/netbox
-repository at v4.1 (netbox/dcim/models/sites.py, racks.py, devices.py, device_components.py,
-device_component_templates.py, power.py; netbox/netbox/models/__init__.py for the description
-and the name of an organizational or nested model). They are cited from those files as we know
-them, not read here: NetBox is not a package on PyPI, and this machine reaches no other source
-(tests/fixtures/netbox/README.md says the same of the import forms' columns)."""
+The limits are the `max_length` of NetBox's model fields, read from the files of NetBox 4.7.3
+(the `netbox` wheel on PyPI, which needs Python 3.12: `pip download --no-deps --python-version
+3.12 --only-binary=:all: netbox==4.7.3`): dcim/models/sites.py, racks.py, devices.py,
+device_components.py (ComponentModel), device_component_templates.py (ComponentTemplateModel),
+power.py; netbox/models/__init__.py for the description (PrimaryModel, and a cable's) and the
+name of an organizational or nested model (a manufacturer, a location). Its dcim migrations from
+0190_nested_modules (NetBox 4.1's nested modules) on change none of these lengths
+(0198_natural_ordering, of 4.2, their collation only): they are NetBox 4.1's to 4.7's."""
 from __future__ import annotations
 
 from typing import Dict, Iterable, List
