@@ -65,3 +65,21 @@ def test_a_tier_whose_switches_share_a_name_is_e236_at_the_tier(tmp_path):
     line = text[:text.index('name = "leaf-{rail}"')].count("\n") + 1
     assert e.span.start.line == line
     assert not [d for d in _check(tmp_path, DESIGN) if d.code == "E236"]
+
+
+def test_a_tier_pattern_with_a_placeholder_its_switches_lack_is_e235_at_the_tier(tmp_path):
+    """A tier's `name` pattern was not checked for its placeholders: `leaf-{pod}-{rail}` on a
+    tier of a site without pods gave `leaf-{pod}-0` to the leaf of rail 0 of each block (the
+    export wrote them, one name twice), and E236 leaves out what E235 says."""
+    from test_netbox import DESIGN
+
+    text = DESIGN.replace('name = "leaf-{block}-{rail}"', 'name = "leaf-{pod}-{rail}"')
+    said = _check(tmp_path, text)
+    (e,) = [d for d in said if d.code == "E235"]
+    assert e.message == ("the name pattern `leaf-{pod}-{rail}` names `{pod}`, which "
+                         "leaf-{pod}-0 (Cluster.fabric.block[0].rail[0].leaf[0]) does not have")
+    at = text.index('"leaf-{pod}-{rail}"')            # the pattern's string
+    line, column = text[:at].count("\n") + 1, at - text.rindex("\n", 0, at)
+    assert (e.span.start.line, e.span.start.column) == (line, column)
+    assert "`{block}`" in e.hint and "`{rail}`" in e.hint
+    assert not [d for d in said if d.code == "E236"]

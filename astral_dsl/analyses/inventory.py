@@ -201,11 +201,15 @@ def named_parts(design: Design) -> Named:
     for s in switches(design, owner_replicas(design, found)):
         named[s.path] = ("switch", s.name)
         twice.add(s.path, s.name, s.declared, s.missing)
+        if s.missing:
+            bad.setdefault(s.declared.field("name"),
+                           (s.path, s.missing, s.declared.span_of("name")))
     diags = tuple(Diagnostic(
         "E235", Severity.ERROR, f"the name pattern `{pattern}` names "
         + ", ".join(f"`{{{k}}}`" for k in missing) + f", which {path} does not have",
         span, "a part has the kinds on its path (`{rack}`, `{pod}`...) and `{index}`; a "
-              "switch also `{rail}` and `{plane}`", file=design.file)
+              "switch `{site}`, `{index}`, its tier's scope (`{block}`, `{pod}`...) and "
+              "`{rail}`, `{plane}` where its tier is per rail or plane", file=design.file)
         for pattern, (path, missing, span) in bad.items())
     return Named(named, by_name, diags + twice.diagnostics(design.file))
 
