@@ -83,3 +83,49 @@ def test_a_tier_pattern_with_a_placeholder_its_switches_lack_is_e235_at_the_tier
     assert (e.span.start.line, e.span.start.column) == (line, column)
     assert "`{block}`" in e.hint and "`{rail}`" in e.hint
     assert not [d for d in said if d.code == "E236"]
+
+
+def test_a_nic_pattern_without_port_on_a_two_port_nic_is_e237_at_the_nic(tmp_path):
+    """`eth{nic}` on a NIC of 2 ports gave both ports of each NIC one interface name: the
+    device type's YAML listed `eth0` twice, which NetBox refuses (one interface, and one
+    interface template, of a name per device and device type)."""
+    text = """
+        gpu G { power = 700 W }
+        nic N { ports = 2, port_speed = 400 Gb/s, name = "eth{nic}" }
+        host H { gpus = 2 x G, nics = 2 x N, power = 3 kW, name = "gpu-{host}" }
+        site S { hosts = 2 x H }
+    """
+    said = _check(tmp_path, text)
+    (e,) = [d for d in said if d.code == "E237"]
+    assert e.is_error
+    assert e.message == ("the name pattern `eth{nic}` gives nics[0].port[b] of host H the "
+                         "interface name `eth0`, as it gives nics[0].port[a]; 1 more port it "
+                         "names as another: NetBox takes an interface's name once per device "
+                         "(dcim.Interface and dcim.InterfaceTemplate: UniqueConstraint of "
+                         "device, or device type, and name)")
+    assert (e.span.start.line, e.span.start.column) == (2, 50)
+    assert "`{port}`" in e.hint
+    fine = _check(tmp_path, text.replace('"eth{nic}"', '"eth{nic}p{port}"'))
+    assert not [d for d in fine if d.is_error]
+    # one port a NIC: `{nic}` alone tells them apart; `{port}` alone on two NICs does not
+    one = text.replace("ports = 2", "ports = 1")
+    assert not [d for d in _check(tmp_path, one) if d.is_error]
+    (e,) = [d for d in _check(tmp_path, one.replace('"eth{nic}"', '"eth{port}"'))
+            if d.code == "E237"]
+    assert e.message.startswith("the name pattern `eth{port}` gives nics[1].port[a] of host H "
+                                "the interface name `eth0`, as it gives nics[0].port[a]: ")
+    assert "`{nic}`" in e.hint
+
+
+def test_a_nic_pattern_with_a_placeholder_a_port_lacks_is_e235(tmp_path):
+    """`eth{rack}` on a NIC was written as it stands, `eth{rack}` for every port."""
+    said = _check(tmp_path, """
+        gpu G { power = 700 W }
+        nic N { ports = 1, port_speed = 400 Gb/s, name = "eth{rack}" }
+        host H { gpus = 2 x G, nics = 2 x N, power = 3 kW }
+        site S { hosts = 2 x H }
+    """)
+    (e,) = [d for d in said if d.code == "E235"]
+    assert e.message.startswith("the name pattern `eth{rack}` names `{rack}`, which ")
+    assert (e.span.start.line, e.span.start.column) == (2, 50)
+    assert not [d for d in said if d.code == "E237"]

@@ -10,7 +10,7 @@ The walk expands the replication the model keeps symbolic, so it costs one step 
 asked for only by what lists devices (`astral export --netbox`, an inventory's binding)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 
 from astral_dsl import records
@@ -158,18 +158,65 @@ def _tier(design: Design, fabric: str, tier: str) -> Optional[Instance]:
 def interface_names(host: Instance, cache: Dict) -> List[Tuple[int, int, str]]:
     """(NIC index, port index, interface name) of a host's NIC ports, in order: the NIC's
     pattern (`"eth{nic}"`), else `nics[k].port[a]` as in paths."""
+    return [(k, j, name) for k, j, name, _, _ in _interfaces(host, cache)]
+
+
+def _interfaces(host: Instance, cache: Dict) -> Iterator[tuple]:
+    """(NIC index, port index, interface name, missing placeholders, the NIC) of its ports."""
     from astral_dsl.analyses.rank_placement import _members
     from astral_dsl.model.values import port_label
 
     _, member, nics = _members(host, cache)
-    out = []
     for k, nic in enumerate(nics):
         ports = nic.field("ports")
         for j in range(int(ports.si) if isinstance(ports, Quantity) else 1):
             default = f"{member}[{k}].port[{port_label(j)}]"
-            name, _ = named(nic.field("name"), {"nic": k, "port": j}, default)
-            out.append((k, j, name))
-    return out
+            name, missing = named(nic.field("name"), {"nic": k, "port": j}, default)
+            yield k, j, name, missing, nic
+
+
+def _port_path(host: Instance, k: int, j: int, cache: Dict) -> str:
+    from astral_dsl.analyses.rank_placement import _members
+    from astral_dsl.model.values import port_label
+
+    return f"{_members(host, cache)[1]}[{k}].port[{port_label(j)}]"
+
+
+def interface_clashes(hosts: Iterable[Instance], bad: Dict, file) -> Tuple:
+    """E237 for a NIC pattern that gives two ports of a host one interface name (once per
+    pattern, with the first two ports and how many more); a placeholder a port does not have
+    joins `bad` (E235), and its ports are not counted."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    groups: Dict[Any, list] = {}
+    cache: Dict = {}
+    for host in hosts:
+        first: Dict[str, Tuple[int, int]] = {}
+        for k, j, name, missing, nic in _interfaces(host, cache):
+            pattern = nic.field("name")
+            if missing:
+                bad.setdefault(pattern, (f"{host.template}'s {_port_path(host, k, j, cache)}",
+                                         missing, nic.span_of("name")))
+                continue
+            other = first.setdefault(name, (k, j))
+            if other != (k, j) and isinstance(pattern, str):
+                entry = groups.setdefault(nic.span_of("name"),
+                                          [pattern, host, (k, j), other, name, 0])
+                entry[5] += 1
+    out = []
+    for span, (pattern, host, (k, j), (k0, j0), name, count) in groups.items():
+        more = f"; {count - 1:,} more port{'s' * (count > 2)} it names as another" \
+            if count > 1 else ""
+        need = "`{port}`: its NIC has more ports than one" if k == k0 else \
+            "`{nic}`: the host has more NICs than one"
+        out.append(Diagnostic(
+            "E237", Severity.ERROR, f"the name pattern `{pattern}` gives "
+            f"{_port_path(host, k, j, cache)} of host {host.template} the interface name "
+            f"`{name}`, as it gives {_port_path(host, k0, j0, cache)}{more}: NetBox takes an "
+            "interface's name once per device (dcim.Interface and dcim.InterfaceTemplate: "
+            "UniqueConstraint of device, or device type, and name)", span,
+            f"add {need} (`\"ib{{nic}}p{{port}}\"`)", file=file))
+    return tuple(out)
 
 
 # ---- what an inventory binds to ---------------------------------------------------------------
@@ -182,8 +229,9 @@ class Named:
 
 def named_parts(design: Design) -> Named:
     """The hosts, racks and switches of the design with their names; E235 for a pattern that
-    names a placeholder its part does not have, E236 for one that gives a part the name of
-    another (once per pattern each)."""
+    names a placeholder its part (or NIC port) does not have, E236 for one that gives a part the
+    name of another, E237 for a NIC's that gives two ports of a host one name (once per pattern
+    each)."""
     from astral_dsl.diagnostics import Diagnostic, Severity
 
     named: Dict[str, Tuple[str, str]] = {}
@@ -198,6 +246,8 @@ def named_parts(design: Design) -> Named:
         if p.missing:
             bad.setdefault(p.instance.field("name"),
                            (p.path, p.missing, p.instance.span_of("name")))
+    ports = interface_clashes({id(p.instance): p.instance for p in found
+                               if p.kind == "host"}.values(), bad, design.file)
     for s in switches(design, owner_replicas(design, found)):
         named[s.path] = ("switch", s.name)
         twice.add(s.path, s.name, s.declared, s.missing)
@@ -209,9 +259,10 @@ def named_parts(design: Design) -> Named:
         + ", ".join(f"`{{{k}}}`" for k in missing) + f", which {path} does not have",
         span, "a part has the kinds on its path (`{rack}`, `{pod}`...) and `{index}`; a "
               "switch `{site}`, `{index}`, its tier's scope (`{block}`, `{pod}`...) and "
-              "`{rail}`, `{plane}` where its tier is per rail or plane", file=design.file)
+              "`{rail}`, `{plane}` where its tier is per rail or plane; a NIC's port `{nic}` "
+              "and `{port}`", file=design.file)
         for pattern, (path, missing, span) in bad.items())
-    return Named(named, by_name, diags + twice.diagnostics(design.file))
+    return Named(named, by_name, diags + twice.diagnostics(design.file) + ports)
 
 
 class _Twice:

@@ -54,6 +54,7 @@ CODES: dict[str, str] = {
     "E234": "inventory column missing",
     "E235": "name pattern with a placeholder its part does not have",
     "E236": "name pattern that gives two parts one name",
+    "E237": "NIC name pattern that gives two ports of a host one interface name",
     "W220": "an `allow` or a baseline entry that accepts nothing",
     # E3xx: units, types and values
     "E300": "unknown unit",
