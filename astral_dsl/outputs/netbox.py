@@ -29,7 +29,8 @@ from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
 from astral_dsl.outputs.netbox_csv import write_csv
 from astral_dsl.outputs.netbox_lengths import cable_bound, too_long
-from astral_dsl.outputs.netbox_names import distinct, same_maker, slug, slugs
+from astral_dsl.outputs.netbox_names import distinct, same_device_name, same_maker, slug, \
+    slugs
 from astral_dsl.regularfile import created
 from astral_dsl.units import Quantity
 
@@ -50,12 +51,13 @@ INFINIBAND = {100e9: "infiniband-edr", 200e9: "infiniband-hdr", 400e9: "infiniba
 class Written:
     files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
     notes: Tuple[str, ...]
-    diagnostics: Tuple = ()                  # E705: nothing was written (netbox_lengths.py)
+    diagnostics: Tuple = ()     # E705, E706: nothing was written (netbox_lengths, _names)
 
 
 def write(design, directory: str, devices=None) -> Written:
     """Write the files below `directory` (created); `devices`: analyses.devices.Devices. A
-    value longer than NetBox takes (E705) is said instead, and nothing is written."""
+    value longer than NetBox takes (E705), or two devices of a site named alike but for case
+    (E706), is said instead, and nothing is written."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
     sws = list(switches(design, owners))
@@ -74,6 +76,7 @@ def write(design, directory: str, devices=None) -> Written:
     refused = too_long(design, found, sws, names, made.values(), devices, panels, feeds,
                        lambda: (cable_bound(found, sws), lambda: _cables(design, owners, names,
                                                                          by_path, [])))
+    refused += same_device_name(found, sws, names, devices, design.file)
     if refused:
         return Written((), (), tuple(refused))
     os.makedirs(directory, exist_ok=True)

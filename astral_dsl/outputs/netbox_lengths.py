@@ -87,7 +87,7 @@ def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, 
         (its `name` pattern or declaration), or the inventory's row that names it."""
         span, row = declared, devices.by_path.get(path) if devices else None
         if row is not None and row.file is not None:
-            span, hint = _row_span(row), "the inventory's row names it: NetBox takes at most " \
+            span, hint = row_span(row), "the inventory's row names it: NetBox takes at most " \
                 f"{limit[1]} characters there"
         seen.add(limit, names[path], span, path, hint)
         seen.add(DESCRIPTION, path, declared, path, _path_hint(kind))
@@ -109,7 +109,7 @@ def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, 
             seen.add(INTERFACE, name, _nic_span(inst, name), inst.template,
                      "declare a shorter `name` pattern on its NICs (`name = \"eth{nic}\"`)")
     for path, device in (devices.by_path.items() if devices else ()):
-        span = _row_span(device)
+        span = row_span(device)
         for limit, value in ((SERIAL, device.serial), (ASSET_TAG, device.asset_tag)):
             if value:
                 seen.add(limit, value, span, path, "the inventory's row: NetBox takes at most "
@@ -148,7 +148,8 @@ def _nic_span(host, interface: str):
     return host.span
 
 
-def _row_span(device):
+def row_span(device):
+    """The line of the inventory's row that gives `device` (None: a JSON item, or none)."""
     from astral_dsl.diagnostics import Span
 
     if device.file is None or device.line is None:
@@ -175,4 +176,4 @@ def cable_bound(found, sws) -> int:
                2 * switch + len(" port  -- ") + 10)      # a port number of at most 10 digits
 
 
-__all__ = ["cable_bound", "longest", "too_long"]
+__all__ = ["cable_bound", "longest", "row_span", "too_long"]

@@ -14,7 +14,11 @@ next free slug (`acme-inc-2`, its types' slugs made from it) and a type its mode
 A manufacturer is one whatever the case of its name: NetBox refuses a second manufacturer whose
 name differs from one it has in case only, and "NVIDIA" and "Nvidia" are one company. The
 vendors a design writes so are exported as the name it writes first (same_maker), said in a
-note; they were two manufacturers (`nvidia`, `nvidia-2`), the devices of each under its own."""
+note; they were two manufacturers (`nvidia`, `nvidia-2`), the devices of each under its own.
+
+A device's name is the design's or its inventory's and is not renamed (an inventory binds by
+it): two devices of a site whose names NetBox holds as one, whatever their case, are E706
+(same_device_name), and nothing is written."""
 from __future__ import annotations
 
 import re
@@ -106,4 +110,45 @@ def distinct(types: Dict[object, "DeviceType"], makers: Dict[str, str],
     return {key: renamed[t] for key, t in types.items()}
 
 
-__all__ = ["distinct", "same_maker", "slug", "slugs"]
+def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
+    """E706 for a device named as another of its site but for case: NetBox 4.7.3 keeps a
+    device's name unique per site and tenant whatever its case (dcim/models/devices.py, Device:
+    `UniqueConstraint(Lower('name'), 'site', 'tenant', nulls_distinct=False)`; the export writes
+    no tenant), and its import refused the second. `names`: path -> the name written (the
+    pattern's, or the inventory's, `devices`); one E706 per pattern or inventory row naming
+    the second, with the first pair and how many more. The names are compared as Python
+    lower-cases them (PostgreSQL's lower() of a UTF-8 database does as much for letters with
+    one lower case)."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+    from astral_dsl.outputs.netbox_lengths import row_span
+
+    first: Dict[tuple, str] = {}
+    groups: Dict[object, list] = {}
+    written = [(p.path, p.site, p.instance) for p in found if p.kind == "host"] \
+        + [(s.path, s.site, s.declared) for s in sws if s.model is not None]
+    for path, site, declared in written:
+        other = first.setdefault((site, names[path].lower()), path)
+        if other == path:
+            continue
+        row = devices.by_path.get(path) if devices else None
+        row = row if row is not None and row.file is not None else None   # (a pattern's)
+        span = row_span(row) if row is not None else \
+            declared.span_of("name") if declared is not None else None
+        entry = groups.setdefault(span, [path, other, site, row is not None, 0])
+        entry[4] += 1
+    out = []
+    for span, (path, other, site, by_row, count) in groups.items():
+        more = f"; {count - 1:,} more like it" if count > 1 else ""
+        out.append(Diagnostic(
+            "E706", Severity.ERROR, f"`{names[path]}` ({path}) and `{names[other]}` ({other}) "
+            f"are one device name to NetBox in site {names[site]}{more}: NetBox keeps a "
+            "device's name unique per site and tenant whatever its case (dcim.Device: "
+            "UniqueConstraint(Lower('name'), 'site', 'tenant')), and its import would refuse "
+            "the second", span,
+            "the inventory's row names it: give it a name no other device of its site has, in "
+            "any case" if by_row else "tell their names apart by more than case (NetBox "
+            "compares them lower-cased)", file=file))
+    return out
+
+
+__all__ = ["distinct", "same_device_name", "same_maker", "slug", "slugs"]

@@ -1,0 +1,84 @@
+"""`astral export --netbox` refuses two devices of one site whose names NetBox holds as one
+(E706, outputs/netbox_names.py): NetBox 4.7.3 keeps a device's name unique per site and tenant
+whatever its case (dcim/models/devices.py: `UniqueConstraint(Lower('name'), 'site', 'tenant')`),
+so `gpu-A` and `GPU-a` in one site passed E236 (which compares names as written) and the
+import refused the second."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from clirun import astral
+
+
+def _design(sites: int = 1, other: str = "GPU-{rack}-{host}") -> str:
+    return ("gpu G { power = 700 W }\n"
+            'host H { gpus = 2 x G, power = 3 kW, name = "gpu-{rack}-{host}" }\n'
+            f'host K {{ gpus = 2 x G, power = 3 kW, name = "{other}" }}\n'
+            "rack R { hosts = 1 x H, spare = 1 x K, power_limit = 45 kW }\n"
+            + "".join(f"site S{i} {{ racks = 2 x R }}\n" for i in range(sites)))
+
+
+def _export(folder: Path, text: str, *more: str):
+    (folder / "d.astral").write_text(text, encoding="utf-8")
+    return astral("export", "--netbox", str(folder / "out"), str(folder / "d.astral"), *more,
+                  "--color", "never", cwd=folder)
+
+
+def test_two_names_of_one_site_that_differ_in_case_only_are_e706_at_the_pattern(tmp_path):
+    # (E236 says nothing: the names differ as written)
+    proc = _export(tmp_path, _design())
+    assert proc.returncode == 1, proc.stdout
+    said = [line for line in proc.stderr.splitlines() if line.startswith(("error", "warning["))
+            and "W6" not in line and "W216" not in line]
+    assert said == [
+        "error[E706]: `GPU-0-0` (S0.racks[0].spare[0]) and `gpu-0-0` (S0.racks[0].hosts[0]) "
+        "are one device name to NetBox in site S0; 1 more like it: NetBox keeps a device's name "
+        "unique per site and tenant whatever its case (dcim.Device: UniqueConstraint(Lower"
+        "('name'), 'site', 'tenant')), and its import would refuse the second"]
+    assert "d.astral:3:45" in proc.stderr                 # K's `name` pattern
+    assert "hint: tell their names apart by more than case" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_name_in_two_sites_is_written(tmp_path):
+    """The scope is the site (the export writes no tenant): an inventory that gives a device
+    of each site one name is taken (patterns that did would be E236, which binds by name)."""
+    (tmp_path / "fleet.csv").write_text(
+        "name,path\nnode-1,S0.racks[0].hosts[0]\nNODE-1,S1.racks[0].hosts[0]\n",
+        encoding="utf-8")
+    proc = _export(tmp_path, _design(2, other="spare-{site}-{rack}-{host}").replace(
+        "gpu-{rack}", "gpu-{site}-{rack}")
+                   + 'inventory Fleet {\n  file = "fleet.csv"\n  columns { path = "path" }\n}\n')
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "out" / "devices.csv", encoding="utf-8") as f:
+        names = [(d["site"], d["name"]) for d in csv.DictReader(f)]
+    assert ("S0", "node-1") in names and ("S1", "NODE-1") in names
+
+
+def test_names_an_inventory_gives_are_said_at_its_row(tmp_path):
+    """An inventory keyed by path gives the names it holds, alike or not: the check is of the
+    names the export writes, not the patterns' (E236's)."""
+    (tmp_path / "fleet.csv").write_text(
+        "name,path\nnode-1,S0.racks[0].hosts[0]\nNODE-1,S0.racks[1].hosts[0]\n",
+        encoding="utf-8")
+    proc = _export(tmp_path, _design(other="spare-{rack}-{host}")
+                   + 'inventory Fleet {\n  file = "fleet.csv"\n  columns { path = "path" }\n}\n')
+    assert proc.returncode == 1
+    assert "error[E706]: `NODE-1` (S0.racks[1].hosts[0]) and `node-1` (S0.racks[0].hosts[0]) " \
+           "are one device name to NetBox in site S0: " in proc.stderr
+    assert "fleet.csv:3:1" in proc.stderr
+    assert "hint: the inventory's row names it" in proc.stderr
+
+
+def test_docs_diagnostics_md_shows_what_e706_prints(tmp_path):
+    text = (Path(__file__).resolve().parents[1] / "docs" / "diagnostics.md").read_text(
+        encoding="utf-8")
+    section = text[text.index("### E706"):]
+    block = section[section.index("```console\n") + len("```console\n"):]
+    command, *shown = block[:block.index("```")].rstrip("\n").split("\n")
+    assert command == "$ astral export d.astral --netbox out"
+    (tmp_path / "d.astral").write_text(_design(), encoding="utf-8")
+    proc = astral("export", "d.astral", "--netbox", "out", "--color", "never", cwd=tmp_path)
+    lines = proc.stderr.rstrip("\n").split("\n")
+    assert lines[lines.index(shown[0]):] == shown
