@@ -83,16 +83,22 @@ def test_a_cable_past_200_characters_and_a_serial_past_50_are_said_where_they_co
 
 
 def test_docs_diagnostics_md_shows_what_e705_prints(tmp_path):
+    docs_show_what_export_prints("E705", tmp_path, _one_rack("m" * 51))
+
+
+def docs_show_what_export_prints(code: str, folder, design: str) -> None:
+    """docs/diagnostics.md's console block under `### CODE` is what `astral export d.astral
+    --netbox out` prints of `design`, from its first line shown."""
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "diagnostics.md").read_text(
         encoding="utf-8")
-    section = text[text.index("### E705"):]
+    section = text[text.index(f"### {code}"):]
     block = section[section.index("```console\n") + len("```console\n"):]
     command, *shown = block[:block.index("```")].rstrip("\n").split("\n")
     assert command == "$ astral export d.astral --netbox out"
-    (tmp_path / "d.astral").write_text(_one_rack("m" * 51), encoding="utf-8")
-    proc = astral("export", "d.astral", "--netbox", "out", "--color", "never", cwd=tmp_path)
+    (folder / "d.astral").write_text(design, encoding="utf-8")
+    proc = astral("export", "d.astral", "--netbox", "out", "--color", "never", cwd=folder)
     lines = proc.stderr.rstrip("\n").split("\n")
     assert lines[lines.index(shown[0]):] == shown
 

@@ -72,13 +72,6 @@ def test_names_an_inventory_gives_are_said_at_its_row(tmp_path):
 
 
 def test_docs_diagnostics_md_shows_what_e706_prints(tmp_path):
-    text = (Path(__file__).resolve().parents[1] / "docs" / "diagnostics.md").read_text(
-        encoding="utf-8")
-    section = text[text.index("### E706"):]
-    block = section[section.index("```console\n") + len("```console\n"):]
-    command, *shown = block[:block.index("```")].rstrip("\n").split("\n")
-    assert command == "$ astral export d.astral --netbox out"
-    (tmp_path / "d.astral").write_text(_design(), encoding="utf-8")
-    proc = astral("export", "d.astral", "--netbox", "out", "--color", "never", cwd=tmp_path)
-    lines = proc.stderr.rstrip("\n").split("\n")
-    assert lines[lines.index(shown[0]):] == shown
+    from test_netbox_lengths import docs_show_what_export_prints
+
+    docs_show_what_export_prints("E706", tmp_path, _design())
