@@ -129,3 +129,28 @@ def test_a_nic_pattern_with_a_placeholder_a_port_lacks_is_e235(tmp_path):
     assert e.message.startswith("the name pattern `eth{rack}` names `{rack}`, which ")
     assert (e.span.start.line, e.span.start.column) == (2, 50)
     assert not [d for d in said if d.code == "E237"]
+
+
+def test_a_tier_of_a_pods_fabric_names_its_pod(tmp_path):
+    """The switches of a fabric each pod holds have the kinds on their pod's path: `{pod}`
+    was E235 (and, before it, written as it stands), so no pattern told two pods' leaves apart."""
+    from test_netbox import DESIGN
+
+    text = DESIGN[:DESIGN.index("inventory Fleet")].replace(
+        "site Cluster {\n  sus = 2 x SU\n  fabric = Compute\n}",
+                          "pod P {\n  sus = 2 x SU\n  fabric = Compute\n}\n"
+                          "site Cluster { pods = 2 x P }").replace(
+        'name = "leaf-{block}-{rail}"', 'name = "leaf-{pod}-{block}-{rail}"').replace(
+        'scope = site, down = 64 x 400 Gb/s, name = "spine-{index:02}"',
+        'scope = pod, down = 64 x 400 Gb/s, name = "spine-{pod}-{index:02}"').replace(
+        'name = "gpu-{block}-{rack:03}-{host}"', 'name = "gpu-{pod}-{block}-{rack:03}-{host}"'
+    ).replace('name = "r{block}-{rack+1:02}"', 'name = "r{pod}-{block}-{rack+1:02}"')
+    assert "pods = 2 x P" in text and "spine-{pod}" in text
+    said = _check(tmp_path, text)
+    assert not [d for d in said if d.is_error], [d.message for d in said if d.is_error]
+    (tmp_path / "d.astral").write_text(textwrap.dedent(text), encoding="utf-8")
+    from astral_dsl.analyses.inventory import named_parts
+
+    names = {name for kind, name in named_parts(astral_dsl.compile(
+        tmp_path / "d.astral").design).named.values() if kind == "switch"}
+    assert {"leaf-0-0-0", "leaf-1-1-7", "spine-0-00", "spine-1-00"} <= names

@@ -97,9 +97,11 @@ def named(pattern, values: Dict, path: str) -> Tuple[str, Tuple[str, ...]]:
     return render(pattern, values)
 
 
-def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
+def switches(design: Design, owners: Dict[str, List[str]],
+             by_path: Optional[Dict[str, Part]] = None) -> Iterator[Switch]:
     """Every switch of every fabric tier, for each replica of the fabric's owner (`owners`:
-    canonical owner path -> replica paths, from parts())."""
+    canonical owner path -> replica paths, from parts(); `by_path`: parts() by path, for the
+    kinds on the owner's path its switches' patterns may name, `{pod}` of a pod's fabric)."""
     from astral_dsl.analyses.network import fabric_counts
     from astral_dsl.analyses.walk import Resolver
     from astral_dsl.model.rollup import count_of
@@ -114,6 +116,7 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
         site = fc.owner.split(".", 1)[0].split("[", 1)[0]
         for replica in owners.get(fc.owner, [fc.owner]):
             fabric = fc.fabric.replace(fc.owner, replica, 1)
+            above = _kinds_above(replica, by_path or {})
             for t in fc.tiers:
                 tier = resolve.by_path.get(t.switch)
                 decl = _tier(design, fc.fabric, t.name)
@@ -132,15 +135,16 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
                             for index in range(t.size(scope[1] if scope else None, rail,
                                                       plane)):
                                 yield _switch(fabric, replica, site, t.name, tier, pattern,
-                                              scope, rail, plane, index, ports, decl)
+                                              scope, rail, plane, index, ports, decl, above)
 
 
 def _switch(fabric, owner, site, tier_name, model, pattern, scope, rail, plane, index,
-            ports=(), declared=None):
+            ports=(), declared=None, above=None):
     from astral_dsl.model.values import fabric_path
 
     path = fabric_path(fabric, scope, rail, plane, tier_name, index)
-    values: Dict = {"site": site, "index": index}
+    values: Dict = dict(above or {})
+    values.update(site=site, index=index)
     if scope is not None:
         values[scope[0]] = scope[1]
     if rail is not None:
@@ -149,6 +153,18 @@ def _switch(fabric, owner, site, tier_name, model, pattern, scope, rail, plane, 
         values["plane"] = plane_label(plane)
     name, missing = named(pattern, values, path)
     return Switch(path, name, model, tier_name, fabric, owner, site, missing, ports, declared)
+
+
+def _kinds_above(owner: str, by_path: Dict[str, Part]) -> Dict[str, int]:
+    """The kinds on the path of a fabric's owner replica and their indices (`Hall.pods[3]`:
+    {"pod": 3}), as its parts' patterns have them."""
+    values: Dict[str, int] = {}
+    p = by_path.get(owner)
+    while p is not None and p.kind != "site":
+        index = p.path.rsplit("[", 1)[1][:-1] if p.path.endswith("]") else "0"
+        values.setdefault(p.kind, int(index))          # (the nearest, as _below gives it)
+        p = by_path.get(p.parent) if p.parent else None
+    return values
 
 
 def _tier(design: Design, fabric: str, tier: str) -> Optional[Instance]:
@@ -248,7 +264,7 @@ def named_parts(design: Design) -> Named:
                            (p.path, p.missing, p.instance.span_of("name")))
     ports = interface_clashes({id(p.instance): p.instance for p in found
                                if p.kind == "host"}.values(), bad, design.file)
-    for s in switches(design, owner_replicas(design, found)):
+    for s in switches(design, owner_replicas(design, found), {p.path: p for p in found}):
         named[s.path] = ("switch", s.name)
         twice.add(s.path, s.name, s.declared, s.missing)
         if s.missing:
@@ -258,9 +274,10 @@ def named_parts(design: Design) -> Named:
         "E235", Severity.ERROR, f"the name pattern `{pattern}` names "
         + ", ".join(f"`{{{k}}}`" for k in missing) + f", which {path} does not have",
         span, "a part has the kinds on its path (`{rack}`, `{pod}`...) and `{index}`; a "
-              "switch `{site}`, `{index}`, its tier's scope (`{block}`, `{pod}`...) and "
-              "`{rail}`, `{plane}` where its tier is per rail or plane; a NIC's port `{nic}` "
-              "and `{port}`", file=design.file)
+              "switch `{site}`, `{index}`, the kinds on its fabric's owner's path (`{pod}` of "
+              "a pod's fabric), its tier's scope (`{block}`...) and `{rail}`, `{plane}` where "
+              "its tier is per rail or plane; a NIC's port `{nic}` and `{port}`",
+        file=design.file)
         for pattern, (path, missing, span) in bad.items())
     return Named(named, by_name, diags + twice.diagnostics(design.file) + ports)
 

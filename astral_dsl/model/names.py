@@ -6,7 +6,8 @@ A placeholder is `{KEY}`, `{KEY+N}` (counted from N instead of 0) or either with
 the parts on the way to the named one (`site`, `hall`, `pod`, `row`, `block`, `rack`, `host`:
 the index of that part among its siblings, as in its path `...racks[12]...`; `site` is the
 site's name) and `index` (the named part's own); a tier's switches also have `rail`, `plane`
-(a letter, as in paths) and the kind of the tier's scope; a NIC's ports `nic` (the NIC's index
+(a letter, as in paths), the kind of the tier's scope and the kinds on the path of the
+fabric's owner (`pod` of a pod's fabric); a NIC's ports `nic` (the NIC's index
 in its host) and `port` (the port's index on the NIC). A part without a pattern is named by its
 path."""
 from __future__ import annotations

@@ -60,9 +60,9 @@ def write(design, directory: str, devices=None) -> Written:
     (E706), is said instead, and nothing is written."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
-    sws = list(switches(design, owners))
-    names = _names(found, sws, devices)
     by_path = {p.path: p for p in found}
+    sws = list(switches(design, owners, by_path))
+    names = _names(found, sws, devices)
     notes: List[str] = []
     files: List[Tuple[str, int]] = []
     hosts = [p for p in found if p.kind == "host"]
