@@ -29,6 +29,8 @@ class Memo:
         self.hits = self.misses = 0
 
     def get(self, key: Hashable, make: Callable[[], object]):
+        if not self.size:            # keeps nothing: no key is hashed
+            return make()
         kept = self.kept
         hit = kept.get(key, kept)
         if hit is not kept:
