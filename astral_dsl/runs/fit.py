@@ -126,8 +126,8 @@ class Problem:
                 p.spec, p.gpu, p.net, calibration=cal).job))
         specs = [named(jobs[k], r.prepared.spec.name) for r, k in zip(self.rows, self.config)]
         # each configuration as chosen (configs.stated): what its forecasts are kept under
-        self.chosen = [(attrs.evolve(specs[i], name=""),) + stated(self.rows[i].prepared)[1:]
-                       for i in self.first]
+        self.as_chosen = [(attrs.evolve(specs[i], name=""),)
+                          + stated(self.rows[i].prepared)[1:] for i in self.first]
         return specs
 
     def rechoose(self, cal: Calibration) -> bool:
@@ -166,7 +166,7 @@ class Problem:
             k = self.config[i]
             if k not in forecast:
                 first = self.rows[self.first[k]].prepared
-                forecast[k] = self.memo.get((self.chosen[k], exactly(cal)), lambda: iteration(
+                forecast[k] = self.memo.get((self.as_chosen[k], exactly(cal)), lambda: iteration(
                     self.specs[self.first[k]], first.gpu, first.net, calibration=cal))
                 self.forecasts += 1
             r = self.rows[i]
