@@ -2,7 +2,8 @@
 exact refits on the shipped runs tables: prints, for each group chosen, its rows' left-out
 errors by the one-step approximation (fit.json's `left_out_pct`) and by an exact refit without
 the group (fit.fit from the prior centres, the rows then forecast as `astral runs
---calibration` forecasts them), and the mean |difference|. Never asserted in the tests: each
+--calibration` forecasts them; the refits share the forecasts they start with, as
+accuracy.leave_out_exact's do: runs/memo.py), and the mean |difference|. Never asserted in the tests: each
 exact refit costs a full fit (one to three minutes of CPU).
 
     python benchmarks/bench_leave_out.py            # the six groups of the largest errors, and
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 from astral_dsl.runs.accuracy import grouped  # noqa: E402
 from astral_dsl.runs.evaluate import evaluate_one  # noqa: E402
 from astral_dsl.runs.fit import fitted, rows_of  # noqa: E402
+from astral_dsl.runs.memo import Memo  # noqa: E402
 from astral_dsl.runs.table import read_table  # noqa: E402
 from astral_dsl.seer.calibration import FIT_FILE, RUN_FILES  # noqa: E402
 
@@ -41,12 +43,13 @@ def main(ids) -> None:
     for rid in ids:
         if of_row[rid] not in chosen:
             chosen.append(of_row[rid])
-    diffs = []
+    diffs, memo = [], Memo()
     print(f"{'row':12s} {'one-step':>9s} {'exact':>9s}   (left-out error, %; CPU s of the refit)")
     for key in chosen:
         drop = set(groups[key])
         t0 = time.process_time()
-        cal = fitted([row for i, row in enumerate(rows) if i not in drop])[0]
+        cal = fitted([row for i, row in enumerate(rows) if i not in drop], memo=memo,
+                     rechosen=False)[0]
         cpu = time.process_time() - t0
         for i in groups[key]:
             rid = rows[i].prepared.row.id

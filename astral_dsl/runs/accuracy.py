@@ -28,6 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from astral_dsl.pools import forked_map
 from astral_dsl.runs import score
 from astral_dsl.runs.fit import FitRow, Problem, collector_paused, fit, fitted, robust, rows_of
+from astral_dsl.runs.memo import Memo
 from astral_dsl.runs.repeats import repeats
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer import checked
@@ -125,18 +126,22 @@ def grouped(keys) -> Dict[object, List[int]]:
 
 def leave_out_exact(rows: List[FitRow], free: Sequence[Constant], keys,
                     max_iter: int, step=None, workers: int = 1,
-                    what: str = "configuration") -> Dict[int, float]:
+                    what: str = "configuration", memo: Optional[Memo] = None
+                    ) -> Dict[int, float]:
     """row -> its error with the constants refitted from scratch without the rows that share
     its key (fit.fitted), forecast as `astral runs --calibration` forecasts it (its rule's choices
     made with those constants); a row whose key is None is not left out (and not in the
     result). The refits run in `workers` forked processes (pools.forked_map): the same errors
-    whatever their number. `step(what)`: told what is being done (a progress line)."""
+    whatever their number. `step(what)`: told what is being done (a progress line). `memo`:
+    the forecasts of the fits before (memo.py), which the refits share, each process its
+    own: every refit starts where the full fit started, with the same forecasts."""
     global _EXACT
     groups = sorted(((k, idx) for k, idx in grouped(keys).items() if k is not None),
                     key=lambda kv: str(kv[0]))
     told = None if step is None else (
         lambda k: step(f"left out {k:,} of {len(groups):,} {what}s, each refitted"))
-    _EXACT = (rows, tuple(free), max_iter, step, what, len(groups), os.getpid())
+    _EXACT = (rows, tuple(free), max_iter, step, what, len(groups), os.getpid(),
+              memo or Memo())
     try:
         errors = forked_map(_refit_without, list(enumerate(idx for _, idx in groups)), workers,
                             done=told)
@@ -146,7 +151,8 @@ def leave_out_exact(rows: List[FitRow], free: Sequence[Constant], keys,
 
 
 # what the refits of leave_out_exact share: (rows, free constants, max_iter, step, what, the
-# number of groups, the process that set it: a forked child tells no progress line)
+# number of groups, the process that set it: a forked child tells no progress line; the
+# forecasts kept from the refits before, in each process: memo.py)
 _EXACT: tuple = ()
 
 
@@ -157,12 +163,12 @@ def _refit_without(item: Tuple[int, List[int]]) -> List[float]:
     from astral_dsl.runs.evaluate import evaluate_one
 
     g, idx = item
-    rows, free, max_iter, step, what, count, parent = _EXACT
+    rows, free, max_iter, step, what, count, parent, memo = _EXACT
     told = None if step is None or os.getpid() != parent else (
         lambda doing: step(f"leaving out {what} {g + 1:,} of {count:,}: {doing}"))
     drop = set(idx)
     cal = fitted([row for i, row in enumerate(rows) if i not in drop], free, max_iter=max_iter,
-                 step=told)[0]
+                 step=told, memo=memo, rechosen=False)[0]
     return [evaluate_one(rows[i].prepared, cal).error for i in idx]
 
 
@@ -337,16 +343,18 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
         raise ValueError(f"--by-source {only[0]}: its source `{only[1]}` is every usable run, "
                          "and leaving it out leaves none to fit (give a table of several "
                          "sources, or fit it beside other tables)")
-    cal, prob, J, r = fit(rows, free, max_iter=max_iter, step=step)
     exact = (groups * len(rows) <= EXACT_ROW_FITS if leave_out_by is None
              else leave_out_by == "exact")
-    logo = (leave_out_exact(rows, free, keys, max_iter, step, workers) if exact
+    memo = Memo() if exact else None      # the forecasts every exact refit starts with
+    cal, prob, J, r = fit(rows, free, max_iter=max_iter, step=step, memo=memo)
+    logo = (leave_out_exact(rows, free, keys, max_iter, step, workers, memo=memo) if exact
             else leave_out(prob, cal, J, r, keys, step))
     by_set: Dict[str, Dict[int, float]] = {}
     if by_source:
         keys = [(row.table, row.prepared.row.source_version) if row.table in by_source
                 else None for row in rows]
-        lso = (leave_out_exact(rows, free, keys, max_iter, step, workers, "source") if exact
+        lso = (leave_out_exact(rows, free, keys, max_iter, step, workers, "source", memo)
+               if exact
                else leave_out(prob, cal, J, r, keys, step, "source"))
         for i, row in enumerate(rows):
             if row.table in by_source:

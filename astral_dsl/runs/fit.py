@@ -26,10 +26,13 @@ import math
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import attrs
+
 from astral_dsl import records
 from astral_dsl.runs import score
-from astral_dsl.runs.configs import configurations, named
+from astral_dsl.runs.configs import configurations, named, stated
 from astral_dsl.runs.evaluate import Prepared, prepare
+from astral_dsl.runs.memo import Memo, exactly
 from astral_dsl.runs.stacks import stated_settings
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer.calibration import CONSTANTS, Calibration, Constant, priors
@@ -100,11 +103,13 @@ class Problem:
     """The least-squares problem of a fit: residuals and their Jacobian over the free
     constants, with the rule's choices held (module docstring)."""
 
-    def __init__(self, rows: List[FitRow], free: Sequence[Constant], base: Calibration):
+    def __init__(self, rows: List[FitRow], free: Sequence[Constant], base: Calibration,
+                 memo: Optional[Memo] = None):
         self.rows, self.free, self.base = rows, list(free), base
         # row -> its configuration (stated), and each configuration's first row: the rows of
         # one configuration share its forecasts, its rule's choices and its uses()
         self.config, self.first = configurations([r.prepared for r in rows])
+        self.memo = memo or Memo(0)       # forecasts kept from an earlier fit (memo.py)
         self.specs = self._chosen(base)
         self.depends: Optional[List[List[int]]] = None
         self.forecasts = 0
@@ -117,8 +122,13 @@ class Problem:
         jobs = []
         for i in self.first:
             p = self.rows[i].prepared
-            jobs.append(run(p.spec, p.gpu, p.net, calibration=cal).job)
-        return [named(jobs[k], r.prepared.spec.name) for r, k in zip(self.rows, self.config)]
+            jobs.append(self.memo.get(("run", stated(p), exactly(cal)), lambda p=p: run(
+                p.spec, p.gpu, p.net, calibration=cal).job))
+        specs = [named(jobs[k], r.prepared.spec.name) for r, k in zip(self.rows, self.config)]
+        # each configuration as chosen (configs.stated): what its forecasts are kept under
+        self.as_chosen = [(attrs.evolve(specs[i], name=""),)
+                          + stated(self.rows[i].prepared)[1:] for i in self.first]
+        return specs
 
     def rechoose(self, cal: Calibration) -> bool:
         new = self._chosen(cal)
@@ -156,8 +166,8 @@ class Problem:
             k = self.config[i]
             if k not in forecast:
                 first = self.rows[self.first[k]].prepared
-                forecast[k] = iteration(self.specs[self.first[k]], first.gpu, first.net,
-                                        calibration=cal)
+                forecast[k] = self.memo.get((self.as_chosen[k], exactly(cal)), lambda: iteration(
+                    self.specs[self.first[k]], first.gpu, first.net, calibration=cal))
                 self.forecasts += 1
             r = self.rows[i]
             job, t = forecast[k]
@@ -362,30 +372,35 @@ def collector_paused():
 
 def fitted(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
            base: Optional[Calibration] = None, max_iter: int = 40, refresh: int = 8,
-           step=None):
+           step=None, memo: Optional[Memo] = None, rechosen: bool = True):
     """(the fitted Calibration, the Problem): the fit alone, as a leave-out refit needs it (a
     tenth of a fit's CPU on the shipped tables is `fit`'s Jacobian at the end). `step(what)`:
-    told what is being done (a progress line)."""
+    told what is being done (a progress line); `memo`: forecasts kept from the fits before
+    (memo.py: the same fit, fewer forecasts made); `rechosen` False: the Problem's rule's
+    choices left as the last run of the fit held them, not made again with the fitted
+    constants (which changes no constant: for a caller that needs the constants alone)."""
     base = base or priors()
     step = step or (lambda what: None)
     with collector_paused():
-        prob = Problem(rows, free, base)
+        prob = Problem(rows, free, base, memo)
         x0 = prob.x(base)
         prob.find_depends()
-        for _ in range(2):
+        for again in (True, False):
             x, _r = _solve(prob, x0, max_iter, refresh, step)
             cal = _round(prob.calibration(list(x)), prob.free)
-            if not prob.rechoose(cal):
+            if not (again or rechosen) or not prob.rechoose(cal):
                 break
             x0 = prob.x(cal)
     return cal, prob
 
 
 def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
-        base: Optional[Calibration] = None, max_iter: int = 40, refresh: int = 8, step=None):
+        base: Optional[Calibration] = None, max_iter: int = 40, refresh: int = 8, step=None,
+        memo: Optional[Memo] = None):
     """(the fitted Calibration, the Problem, the Jacobian of the rows at the fit, the rows'
-    log errors there). `step(what)`: told what is being done (a progress line)."""
-    cal, prob = fitted(rows, free, base, max_iter, refresh, step)
+    log errors there). `step(what)`: told what is being done (a progress line); `memo`: as
+    fitted's."""
+    cal, prob = fitted(rows, free, base, max_iter, refresh, step, memo)
     with collector_paused():
         x = prob.x(cal)
         r = prob.residuals(cal)

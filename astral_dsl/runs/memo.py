@@ -1,0 +1,52 @@
+"""Forecasts a fit made, kept for the next fit of the same process (runs/fit.py `Problem`): the
+exact leave-one-group-out refits (runs/accuracy.py `leave_out_exact`) all start from the prior
+centres with the rule's choices made there, so their first forecasts, log errors and Jacobian
+are the same forecasts of the same configurations under the same constants, which each refit
+made again (on the shipped tables 874 of a refit's 15,208 iteration() calls and 89 of its 267
+run() calls: benchmarks/bench_fit.py). A forecast is a pure function of its configuration
+(its job as chosen, but for the job's name, its GPU and its network: configs.stated) and the
+constants, so a kept one is the one made again, to the bit: every refit's result is the one it
+was without the memo (tests/test_fit_memo.py).
+
+The memo keeps the most recently used forecasts, at most `size` (least recently used first
+out): a refit's later forecasts, at constants no other refit reaches, pass through and go, and
+the shared ones are used again by each refit before they can age out."""
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+from typing import Callable, Hashable
+
+SIZE = 20_000          # forecasts kept: a refit of the shipped tables makes about 15,000
+
+
+class Memo:
+    """key -> a forecast (what `make()` returns), the `size` most recently used kept; `hits` and
+    `misses` count the lookups."""
+
+    def __init__(self, size: int = SIZE):
+        self.size = size
+        self.kept: "OrderedDict[Hashable, object]" = OrderedDict()
+        self.hits = self.misses = 0
+
+    def get(self, key: Hashable, make: Callable[[], object]):
+        if not self.size:            # keeps nothing: no key is hashed
+            return make()
+        kept = self.kept
+        hit = kept.get(key, kept)
+        if hit is not kept:
+            kept.move_to_end(key)
+            self.hits += 1
+            return hit
+        self.misses += 1
+        value = kept[key] = make()
+        if len(kept) > self.size:
+            kept.popitem(last=False)
+        return value
+
+
+def exactly(cal) -> bytes:
+    """The constants of a Calibration to the bit (their doubles' bytes: 0.0 and -0.0 apart,
+    which compare equal), as a forecast's key."""
+    values = cal.values()
+    return struct.pack(f"{len(values)}d", *values.values())
