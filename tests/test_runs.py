@@ -494,7 +494,7 @@ def test_nemo_24_03_rows_run_attention_on_flashattention_2s_kernels():
     FA2_BEFORE). The fit's Jacobian (runs/fit.py `uses`) takes the same constant: attn_eff_sdpa
     moves the 24.03 row and torchtitan's, attn_eff 24.07's (it had counted the 24.03 row under
     attn_eff and not under attn_eff_sdpa)."""
-    from astral_dsl.runs.fit import uses
+    from astral_dsl.runs.uses import uses
     from astral_dsl.seer.costs import Costs
     rows = [_row("r196"), _row("r171"), _row("r117")]
     prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}

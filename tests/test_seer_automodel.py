@@ -108,5 +108,5 @@ def test_flexattn_in_the_notes_runs_flashattention_2_class_kernels():
     r210 = p["r210"]
     assert Costs.of(r210.spec, r210.gpu).attn_eff == shipped().attn_eff_sdpa
     # and the fit's Jacobian counts it under that constant (runs/fit.py uses)
-    from astral_dsl.runs.fit import uses
+    from astral_dsl.runs.uses import uses
     assert uses("attn_eff_sdpa", r210.spec, r210.gpu) and not uses("attn_eff", r210.spec, r210.gpu)

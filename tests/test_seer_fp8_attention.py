@@ -9,7 +9,7 @@ import attrs
 import pytest
 
 from astral_dsl.runs.attention_recipe import recipe_attention_precision
-from astral_dsl.runs.fit import uses
+from astral_dsl.runs.uses import uses
 from astral_dsl.seer.calibration import BY_NAME, centre, shipped
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.lower import Lowering

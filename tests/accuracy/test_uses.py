@@ -1,7 +1,7 @@
-"""runs/fit.py's uses() held to the numbers: the fit's Jacobian re-forecasts, for each constant,
+"""runs/uses.py's uses() held to the numbers: the fit's Jacobian re-forecasts, for each constant,
 only the rows uses() lists, so a row it leaves out never pulls on that constant (stop 54:
 `attention = flash2` rows priced by attn_eff_sdpa but listed under attn_eff; stop 55: every
-job's cross-entropy priced by softmax_eff but listed for the unfused rows alone). fit.unlisted
+job's cross-entropy priced by softmax_eff but listed for the unfused rows alone). uses.unlisted
 moves each constant halfway to each of its bounds and reports a row that moves unlisted.
 
 The default suite checks one row per regime (about 3 s of CPU); `make calibrate` first runs the
@@ -13,6 +13,7 @@ import os
 import pytest
 
 from astral_dsl.runs import fit as F
+from astral_dsl.runs import uses as U
 from astral_dsl.runs.table import read_table
 from astral_dsl.seer.calibration import CONSTANTS, RUN_FILES, shipped
 from astral_dsl.seer.costs import HBM_EFF, KERNEL_S, STREAM_RATE, Costs, GpuSpec
@@ -78,13 +79,13 @@ def test_the_regimes_cover_what_uses_branches_on(regimes):
 
 
 def test_uses_lists_every_constant_that_moves_a_regimes_row(regimes):
-    assert _named(regimes, F.unlisted(regimes, shipped())) == []
+    assert _named(regimes, U.unlisted(regimes, shipped())) == []
 
 
 def test_the_check_finds_the_omissions_it_was_written_for(regimes, monkeypatch):
     """uses() as it was before stops 54 and 55: the flash2 row under attn_eff, softmax_eff for
     the unfused rows alone; the check names both (on the two rows and two constants)."""
-    fixed = F.uses
+    fixed = U.uses
 
     def old(name, spec, gpu):
         if name == "softmax_eff":
@@ -94,13 +95,14 @@ def test_the_check_finds_the_omissions_it_was_written_for(regimes, monkeypatch):
             return name == "attn_eff"
         return fixed(name, spec, gpu)
 
-    monkeypatch.setattr(F, "uses", old)
+    monkeypatch.setattr(F, "uses", old)              # the Jacobian's rows (find_depends)
+    monkeypatch.setattr(U, "uses", old)              # and the check's
     ids = {"r020", "r196"}
     idx = [i for i, r in enumerate(regimes.rows) if r.prepared.row.id in ids]
     sub = F.Problem([regimes.rows[i] for i in idx],
                     [c for c in CONSTANTS if c.name in ("softmax_eff", "attn_eff_sdpa")],
                     shipped())
-    assert sorted(_named(sub, F.unlisted(sub, shipped()))) == [
+    assert sorted(_named(sub, U.unlisted(sub, shipped()))) == [
         ("r020", "softmax_eff"), ("r196", "attn_eff_sdpa"), ("r196", "softmax_eff")]
 
 
@@ -126,4 +128,4 @@ def test_uses_lists_every_constant_that_moves_any_row():
     tables = [(name, read_table(RUN_FILES[name])) for name in sorted(RUN_FILES)]
     rows, _ = F.rows_of(tables)
     prob = F.Problem(rows, CONSTANTS, shipped())
-    assert _named(prob, F.unlisted(prob, shipped())) == []
+    assert _named(prob, U.unlisted(prob, shipped())) == []
