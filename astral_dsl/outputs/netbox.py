@@ -87,9 +87,8 @@ def write(design, directory: str, devices=None) -> Written:
         return Written((), (), tuple(refused))
     os.makedirs(directory, exist_ok=True)
 
-    def out(name: str, header: Sequence[str], rows: Iterable[Sequence], optional=()):
-        files.append((name, write_csv(os.path.join(directory, name), header, rows, optional,
-                                      notes)))
+    def out(name: str, header: Sequence[str], rows: Iterable[Sequence]):
+        files.append((name, write_csv(os.path.join(directory, name), header, rows)))
 
     sites = [p for p in found if p.kind == "site"]
     locations = [p for p in found if p.kind in ("hall", "pod", "row", "block")]
