@@ -72,7 +72,7 @@ def test_what_the_design_states_is_written_and_nothing_assumed(tmp_path):
         site S {
           racks = 2 x R
           feeder f { current = dc, voltage = 240 V, ampacity = 312.5 A, conductors = 2,
-                     max_utilization = 75 %, serves = racks }
+                     max_utilization = 82.5 %, serves = racks }
         }
         """)
     assert proc.returncode == 0, proc.stderr
@@ -80,7 +80,20 @@ def test_what_the_design_states_is_written_and_nothing_assumed(tmp_path):
     assert {(r["width"], r["u_height"]) for r in _rows(out / "racks.csv")} == {("21", "48")}
     assert [t["u_height"] for t in _rows(out / "device_types.csv")] == ["2"]
     feed = _rows(out / "power_feeds.csv")[0]
-    assert (feed["voltage"], feed["amperage"], feed["max_utilization"]) == ("240", "625", "75")
+    # 2 x 312.5 A; NetBox takes whole percent: 82.5 % rounded down
+    assert (feed["voltage"], feed["amperage"], feed["max_utilization"]) == ("240", "625", "82")
+
+
+def test_a_max_utilization_below_one_percent_is_e309(tmp_path):
+    src = tmp_path / "d.astral"
+    src.write_text("host H { power = 1 kW, units = 2 U }\n"
+                   "site S { hosts = 2 x H\n"
+                   "  feeder f { current = dc, voltage = 240 V, max_utilization = 0.5 %,\n"
+                   "             serves = hosts } }\n", encoding="utf-8")
+    proc = astral("check", str(src))
+    assert proc.returncode == 1
+    assert "error[E309]: `max_utilization` must be at least" in proc.stdout     # (human)
+    assert "d.astral:3:63" in proc.stdout and "from 1 % to 100 %" in proc.stdout
 
 
 def test_a_width_netbox_has_no_choice_for_is_e707(tmp_path):

@@ -164,10 +164,11 @@ def _down(amps: float) -> str:
 
 
 def feed_utilization(feeder, said: Assumed) -> str:
-    """power_feeds.csv's `max_utilization` (%): the feeder's, else NetBox's 80 (W707)."""
+    """power_feeds.csv's `max_utilization` (whole percent, rounded down: NetBox takes integers
+    from 1, the field's range): the feeder's, else NetBox's 80 (W707)."""
     q = feeder.field("max_utilization")
     if isinstance(q, Quantity):
-        return _whole(round(q.si * 100, 6))
+        return _down(q.si * 100)
     said.add(feeder, "max_utilization",
              f"feeder `{feeder.path}` declares no `max_utilization`: NetBox requires a feed's, "
              f"and power_feeds.csv gives it NetBox's default, {MAX_UTILIZATION} %",
