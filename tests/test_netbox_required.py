@@ -115,3 +115,18 @@ def test_docs_diagnostics_md_shows_what_w707_and_e707_print(tmp_path):
           "site S { racks = 2 x R }\n"
     docs_show_what_export_prints("W707", tmp_path, one % "")
     docs_show_what_export_prints("E707", tmp_path, one % ", width = 600 mm")
+
+
+def test_a_stdlib_rack_is_warned_at_the_users_line_with_a_part_of_their_own(tmp_path):
+    proc, out = _export(tmp_path, "import stdlib.hardware { NVL72 }\n"
+                                  "site S { racks = 1 x NVL72 }\n")
+    assert proc.returncode == 0, proc.stderr
+    # the stdlib states the NVL72's 48 U (assumed, W216 at check) but not its width
+    assert {(r["width"], r["u_height"]) for r in _rows(out / "racks.csv")} == {("19", "48")}
+    assert "warning[W707]: rack `NVL72` declares no `width`" in proc.stderr
+    assert "d.astral:2:22" in proc.stderr
+    assert "on a rack of your own, `rack MyNVL72 = NVL72 { width = ... }`" in proc.stderr
+    proc, out = _export(tmp_path, "import stdlib.hardware { NVL72 }\n"
+                                  "rack R = NVL72 { width = 19 inch }\n"
+                                  "site S { racks = 1 x R }\n")
+    assert proc.returncode == 0 and "W707" not in proc.stderr

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Optional
 
-from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.diagnostics import Diagnostic, Severity, own_part
 from astral_dsl.units import Quantity
 
 INCH = 0.0254                     # m
@@ -40,10 +40,15 @@ class Assumed:
         self.said: Dict[tuple, Diagnostic] = {}
 
     def add(self, inst, field: str, message: str, hint: str) -> None:
+        """At the declaration; for a stdlib part, not the user's to edit, at the user's line
+        that brings it in, the hint naming a part of their own that states it."""
         key = (id(inst), field)
         if key not in self.said:
-            span = inst.used_at or inst.span
-            self.said[key] = Diagnostic("W707", Severity.WARNING, message, span, hint)
+            if inst.used_at is not None and inst.template:
+                own = own_part(inst.kind, inst.template, field)
+                hint += f": on a {inst.kind} of your own, `{own}`"
+            self.said[key] = Diagnostic("W707", Severity.WARNING, message,
+                                        inst.used_at or inst.span, hint)
 
     def diagnostics(self) -> List[Diagnostic]:
         return list(self.said.values())
@@ -152,7 +157,7 @@ def feed_amperage(feeder, by_path, said: Assumed) -> str:
         from astral_dsl.analyses.conductors import current
         kind = getattr(feeder.field("current"), "name", "dc")
         return _down(current(kind, capacity.si, voltage.si, feeder))
-    said.add(feeder, "amperage", f"feeder `{feeder.path}` declares no `ampacity`, `cable` or "
+    said.add(feeder, "ampacity", f"feeder `{feeder.path}` declares no `ampacity`, `cable` or "
                                  f"`capacity`: NetBox requires a feed's amperage, and "
                                  f"power_feeds.csv gives it NetBox's default, {AMPERAGE} A",
              "declare the feeder's rated `capacity`, or its `ampacity` and `conductors`")
