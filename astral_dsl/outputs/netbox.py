@@ -59,8 +59,9 @@ class Written:
 
 def write(design, directory: str, devices=None) -> Written:
     """Write the files below `directory` (created); `devices`: analyses.devices.Devices. A
-    value longer than NetBox takes (E705), or two devices of a site named alike but for case
-    (E706), is said instead, and nothing is written."""
+    value longer than NetBox takes (E705), two devices of a site named alike but for case
+    (E706), or a rack width NetBox has no choice for (E707), is said instead, and nothing is
+    written; a number NetBox requires that the design does not state is assumed (W707)."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
     by_path = {p.path: p for p in found}
