@@ -22,8 +22,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # NetBox 4.7.3's bulk import (dcim/forms/bulk_import.py, read from the netbox wheel: see
 # tests/fixtures/netbox/README.md): the columns each form accepts (its Meta.fields and the fields
 # it and its bases declare: `id` of CSVModelForm, `tags` of NetBoxModelImportForm, `owner` of
-# OwnerCSVMixin; custom fields aside), and those it requires (a field it declares without
-# `required=False`, a model field that is not `blank` and has no default)
+# OwnerCSVMixin; custom fields aside), and those it requires: a field it declares without
+# `required=False`; a model field in its Meta.fields that is not `blank`, default or not (Django's
+# model forms require it: a device role's `color`, a device type's `u_height`, a feed's
+# `voltage`, `amperage`, `max_utilization`); and a rack's `width` and `u_height`, which
+# RackImportForm.clean() requires of a rack without a `rack_type`
 _ALL = {"id", "owner", "tags"}
 NETBOX = {
     "sites.csv": (_ALL | {"name", "slug", "status", "region", "group", "tenant", "facility",
@@ -36,16 +39,17 @@ NETBOX = {
                           "u_height", "desc_units", "outer_width", "outer_height",
                           "outer_depth", "outer_unit", "mounting_depth", "airflow",
                           "cooling_capability", "cooling_capacity", "weight", "max_weight",
-                          "weight_unit", "description", "comments"}, {"site", "name", "status"}),
+                          "weight_unit", "description", "comments"},
+                  {"site", "name", "status", "width", "u_height"}),
     "manufacturers.csv": (_ALL | {"name", "slug", "description", "comments"}, {"name", "slug"}),
     "device_roles.csv": (_ALL | {"name", "slug", "parent", "color", "vm_role",
                                  "config_template", "description", "comments"},
-                         {"name", "slug"}),
+                         {"name", "slug", "color"}),
     "device_types.csv": (_ALL | {"manufacturer", "default_platform", "model", "slug",
                                  "part_number", "u_height", "exclude_from_utilization",
                                  "is_full_depth", "subdevice_role", "airflow", "cooling_method",
                                  "end_of_life", "description", "weight", "weight_unit",
-                                 "comments"}, {"manufacturer", "model", "slug"}),
+                                 "comments"}, {"manufacturer", "model", "slug", "u_height"}),
     "devices.csv": (_ALL | {"role", "tenant", "manufacturer", "device_type", "platform", "name",
                             "serial", "asset_tag", "status", "site", "location", "rack",
                             "position", "face", "latitude", "longitude", "parent",
@@ -67,7 +71,8 @@ NETBOX = {
                                 "type", "mark_connected", "supply", "phase", "voltage",
                                 "amperage", "max_utilization", "tenant", "description",
                                 "comments"},
-                        {"site", "power_panel", "name", "status", "type", "supply", "phase"}),
+                        {"site", "power_panel", "name", "status", "type", "supply", "phase",
+                         "voltage", "amperage", "max_utilization"}),
 }
 
 

@@ -88,12 +88,14 @@ def _netbox(args, result, valid: bool) -> int:
             sys.stderr.write("astral: NetBox would refuse these values: nothing written to "
                              f"`{args.netbox}`\n")
         return exit_code(result.design, said)
+    said = tuple(result.diagnostics) + written.warnings     # W707: a number assumed
     if as_json:
-        sys.stdout.write(dumps(envelope(result.diagnostics, file=result.design.file, netbox={
+        sys.stdout.write(dumps(envelope(said, file=result.design.file, netbox={
             "directory": args.netbox,
             "files": [{"name": name, "rows": rows} for name, rows in written.files],
             "notes": list(written.notes)})) + "\n")
         return code
+    print_diagnostics(written.warnings, colour(args, sys.stderr), sys.stderr)
     lines = [f"wrote {len(written.files)} file(s) to {args.netbox} for NetBox's bulk import:"]
     lines += [f"  {name}: {rows:,} row(s)" for name, rows in written.files]
     lines += [f"  note: {n}" for n in written.notes]

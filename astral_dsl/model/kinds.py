@@ -88,7 +88,9 @@ _register(make_kind("host", "a server", dict(
 _register(make_kind("rack", "a rack of hosts", dict(
     GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))),
                                       doc="the feeders that supply it (A/B)"),
-    loop=ref("loop", doc="the liquid loop that cools it")), level=2, open_members=True))
+    loop=ref("loop", doc="the liquid loop that cools it"),
+    width=q("length", "mounting width, nominal: `19 inch` (EIA-310-E), `21 inch` (Open Rack), "
+                      "`23 inch` or `10 inch`")), level=2, open_members=True))
 for _name, _level, _doc in (("row", 3, "a row (block) of racks"), ("block", 3, "a block of racks"),
                             ("pod", 4, "a pod"), ("hall", 5, "a data hall"),
                             ("site", 6, "a site: the design's root")):

@@ -37,6 +37,9 @@ def plant_kinds() -> Tuple[KindSpec, ...]:
             conductor_area=q("area", sign=POSITIVE, limit=1.0, why="1 m^2 of copper"),
             length=q("length"), conductor_temperature=q("temperature"),
             max_voltage_drop=q("ratio", high=1),
+            max_utilization=q("ratio", "largest share of its rated current the load may draw "
+                                       "(NetBox's feed `max_utilization`, whole percent from "
+                                       "1 %), e.g. `80 %`", low=0.01, high=1),
             count=q("count", "how many such feeders", low=1, limit=1e6),
             conductors=q("count", "parallel conductor sets", low=1, limit=1e4),
             cable=ref("cable"),

@@ -14,11 +14,11 @@ come with its device type (NetBox makes them from the type's interface templates
 no interfaces.csv to import twice. A switch's interfaces are its tier's ports, p1.. its down
 ports, then its uplinks, then any the model has beyond them; a tier whose ports differ from the
 model's own (200 Gb/s breakouts of a 400 Gb/s switch) gets a device type of its own, named
-after the model and its tiers. Only declared numbers are written: a rack's or a device
-type's height when the design states `units`, a feed's voltage and amperage from its feeder's
-`voltage` and `ampacity` x `conductors`; a column nobody states is left out, and the summary
-says what was left to NetBox's defaults (netbox_csv.py writes the CSV files). Same design, same
-files, byte for byte."""
+after the model and its tiers. The numbers NetBox requires are written from the design (a
+rack's `width` and `units`, a device type's `units`, a feed's `voltage`, amperage and
+`max_utilization`), derived from it where the physics says so, or assumed with W707 at the
+declaration (netbox_required.py); netbox_csv.py writes the CSV files. Same design, same files,
+byte for byte."""
 from __future__ import annotations
 
 import functools
@@ -31,6 +31,8 @@ from astral_dsl.outputs.netbox_csv import write_csv
 from astral_dsl.outputs.netbox_lengths import cable_bound, too_long
 from astral_dsl.outputs.netbox_names import distinct, same_device_name, same_maker, slug, \
     slugs
+from astral_dsl.outputs.netbox_required import Assumed, feed_amperage, feed_utilization, \
+    rack_height, rack_width, type_height, wrong_widths
 from astral_dsl.regularfile import created
 from astral_dsl.units import Quantity
 
@@ -51,13 +53,15 @@ INFINIBAND = {100e9: "infiniband-edr", 200e9: "infiniband-hdr", 400e9: "infiniba
 class Written:
     files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
     notes: Tuple[str, ...]
-    diagnostics: Tuple = ()     # E705, E706: nothing was written (netbox_lengths, _names)
+    diagnostics: Tuple = ()     # E705, E706, E707: nothing was written (netbox_lengths, ...)
+    warnings: Tuple = ()        # W707: a number NetBox requires that was assumed
 
 
 def write(design, directory: str, devices=None) -> Written:
     """Write the files below `directory` (created); `devices`: analyses.devices.Devices. A
-    value longer than NetBox takes (E705), or two devices of a site named alike but for case
-    (E706), is said instead, and nothing is written."""
+    value longer than NetBox takes (E705), two devices of a site named alike but for case
+    (E706), or a rack width NetBox has no choice for (E707), is said instead, and nothing is
+    written; a number NetBox requires that the design does not state is assumed (W707)."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
     by_path = {p.path: p for p in found}
@@ -66,24 +70,26 @@ def write(design, directory: str, devices=None) -> Written:
     notes: List[str] = []
     files: List[Tuple[str, int]] = []
     hosts = [p for p in found if p.kind == "host"]
+    said = Assumed()
     named_apart: List[str] = []          # their notes, said after the racks' (as before)
-    types = same_maker(_device_types(hosts, sws), named_apart)
+    types = same_maker(_device_types(hosts, sws, said), named_apart)
     makers = slugs(t.manufacturer for t in types.values())
     types = distinct(types, makers, named_apart)
-    panels, feeds = _power(design, found, names)
+    panels, feeds = _power(design, found, names, said)
     made = {id(t): (inst, t) for inst, t in [(p.instance, types[id(p.instance)]) for p in hosts]
             + [(s.model, types[_switch_key(s)]) for s in sws if s.model is not None]}
     refused = too_long(design, found, sws, names, made.values(), devices, panels, feeds,
                        lambda: (cable_bound(found, sws), lambda: _cables(design, owners, names,
                                                                          by_path, [])))
     refused += same_device_name(found, sws, names, devices, design.file)
+    racks = [p for p in found if p.kind == "rack"]
+    refused += wrong_widths(racks)
     if refused:
         return Written((), (), tuple(refused))
     os.makedirs(directory, exist_ok=True)
 
-    def out(name: str, header: Sequence[str], rows: Iterable[Sequence], optional=()):
-        files.append((name, write_csv(os.path.join(directory, name), header, rows, optional,
-                                      notes)))
+    def out(name: str, header: Sequence[str], rows: Iterable[Sequence]):
+        files.append((name, write_csv(os.path.join(directory, name), header, rows)))
 
     sites = [p for p in found if p.kind == "site"]
     locations = [p for p in found if p.kind in ("hall", "pod", "row", "block")]
@@ -93,10 +99,11 @@ def write(design, directory: str, devices=None) -> Written:
     out("locations.csv", ("site", "parent", "name", "slug", "status", "description"),
         ((names[p.site], names[_up(p, by_path)] if _up(p, by_path) else "", names[p.path],
           places[p.path], STATUS, p.path) for p in locations))
-    racks = [p for p in found if p.kind == "rack"]
-    out("racks.csv", ("site", "location", "name", "status", "u_height", "description"),
+    tops = _tops(hosts)
+    out("racks.csv", ("site", "location", "name", "status", "width", "u_height", "description"),
         ((names[p.site], names[p.location] if p.location else "", names[p.path], STATUS,
-          _units(p.instance), p.path) for p in racks), optional=("u_height",))
+          rack_width(p.instance, said), rack_height(p.instance, tops.get(p.path), said), p.path)
+         for p in racks))
     notes += named_apart
     kinds = sorted({t.slug: t for t in types.values()}.values(), key=lambda t: t.slug)
     unnamed = sorted(t.model for t in kinds if t.manufacturer == UNSPECIFIED)
@@ -106,8 +113,7 @@ def write(design, directory: str, devices=None) -> Written:
     out("manufacturers.csv", ("name", "slug"), sorted(makers.items()))
     out("device_roles.csv", ("name", "slug", "color"), sorted(ROLES.values()))
     out("device_types.csv", ("manufacturer", "model", "slug", "u_height", "comments"),
-        ((t.manufacturer, t.model, t.slug, t.u_height, t.comments) for t in kinds),
-        optional=("u_height",))
+        ((t.manufacturer, t.model, t.slug, t.u_height, t.comments) for t in kinds))
     for t in kinds:
         rel = os.path.join("device-types", makers[t.manufacturer], f"{t.slug}.yaml")
         path = os.path.join(directory, rel)
@@ -127,9 +133,9 @@ def write(design, directory: str, devices=None) -> Written:
         _cables(design, owners, names, by_path, notes))
     out("power_panels.csv", ("site", "location", "name", "description"), panels)
     out("power_feeds.csv", ("site", "power_panel", "name", "status", "type", "supply",
-                            "phase", "voltage", "amperage", "description"), feeds,
-        optional=("voltage", "amperage"))
-    return Written(tuple(files), tuple(notes))
+                            "phase", "voltage", "amperage", "max_utilization", "description"),
+        feeds)
+    return Written(tuple(files), tuple(notes), (), tuple(said.diagnostics()))
 
 
 def _names(found: List[Part], sws, devices) -> Dict[str, str]:
@@ -150,12 +156,15 @@ def _up(p: Part, by_path) -> Optional[str]:
     return parent.path if parent is not None else None
 
 
-def _units(inst) -> str:
-    q = inst.field("units") if inst is not None else None
-    if isinstance(q, Quantity):
-        u = q.value_in("U")
-        return str(int(u)) if float(u).is_integer() else f"{u:g}"
-    return ""
+def _tops(hosts: List[Part]) -> Dict[str, float]:
+    """rack path -> the highest rack unit its placed hosts take."""
+    out: Dict[str, float] = {}
+    for p in hosts:
+        if p.rack is not None and p.position is not None:
+            top = p.position - 1 + p.instance.field("units").value_in("U")
+            if top > out.get(p.rack, 0.0):
+                out[p.rack] = top
+    return out
 
 
 @records.frozen
@@ -168,7 +177,7 @@ class DeviceType:
     interfaces: Tuple[Tuple[str, str], ...]       # (name, NetBox type)
 
 
-def _device_types(hosts: List[Part], sws) -> Dict[object, DeviceType]:
+def _device_types(hosts: List[Part], sws, said) -> Dict[object, DeviceType]:
     """One device type per distinct host template (by the instance), and per switch model and
     port layout (by _switch_key: a tier whose ports are not the model's own gets its own)."""
     out: Dict[object, DeviceType] = {}
@@ -178,7 +187,7 @@ def _device_types(hosts: List[Part], sws) -> Dict[object, DeviceType]:
         if id(inst) in out:
             continue
         ports = tuple((name, _port_type(nic)) for nic, name in _nic_ports(inst, cache))
-        out[id(inst)] = _type(inst, ports)
+        out[id(inst)] = _type(inst, ports, said)
     layouts: Dict[tuple, Tuple[object, tuple]] = {}     # switch key -> (model, interfaces)
     tiers: Dict[tuple, set] = {}                  # (model, interfaces) -> the tiers using them
     for s in sws:
@@ -193,7 +202,8 @@ def _device_types(hosts: List[Part], sws) -> Dict[object, DeviceType]:
         kind = (id(inst), layout)
         if kind not in made:
             own = layout == _layout(inst, ())
-            made[kind] = _type(inst, layout, "" if own else f" ({', '.join(sorted(tiers[kind]))})")
+            made[kind] = _type(inst, layout, said,
+                               "" if own else f" ({', '.join(sorted(tiers[kind]))})")
         out[key] = made[kind]
     return out
 
@@ -222,7 +232,7 @@ def _nic_ports(host, cache):
         yield nics[k], name
 
 
-def _type(inst, interfaces, suffix: str = "") -> DeviceType:
+def _type(inst, interfaces, said, suffix: str = "") -> DeviceType:
     vendor = inst.field("vendor")
     # a vendor of spaces alone is none (NetBox refuses a blank name)
     manufacturer = vendor if isinstance(vendor, str) and vendor.strip() else UNSPECIFIED
@@ -230,8 +240,8 @@ def _type(inst, interfaces, suffix: str = "") -> DeviceType:
     comments = f"astral template {inst.template}" + (f"; source: {source}"
                                                       if isinstance(source, str) else "")
     model = inst.template + suffix
-    return DeviceType(manufacturer, model, slug(f"{manufacturer}-{model}"), _units(inst),
-                      comments, interfaces)
+    return DeviceType(manufacturer, model, slug(f"{manufacturer}-{model}"),
+                      type_height(inst, said), comments, interfaces)
 
 
 def _port_type(inst, speed=None) -> str:
@@ -310,10 +320,11 @@ def port_labels() -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     return tuple(f"p{i + 1}" for i in range(PORTS)), tuple(str(i + 1) for i in range(PORTS))
 
 
-def _power(design, found: List[Part], names) -> Tuple[List[tuple], List[tuple]]:
+def _power(design, found: List[Part], names, said) -> Tuple[List[tuple], List[tuple]]:
     """A power panel for each part replica that declares feeders, a power feed for each of its
     feeders (N of a feeder with `count = N`)."""
     panels, feeds = [], []
+    by_path = {i.path: i for i in design.instances}
     for p in found:
         feeders = []
         for m in p.instance.members:          # its feeders, and those of its power systems
@@ -334,17 +345,13 @@ def _power(design, found: List[Part], names) -> Tuple[List[tuple], List[tuple]]:
                 current = getattr(feeder.field("current"), "name", None)
                 phases = feeder.field("phases")
                 voltage = feeder.field("voltage")
-                amps = feeder.field("ampacity")
-                sets = feeder.field("conductors")
-                amperage = ""
-                if isinstance(amps, Quantity):
-                    amperage = f"{amps.si * (sets.si if isinstance(sets, Quantity) else 1):g}"
                 feeds.append((
                     names[p.site], panel, f"{name}" + (f"-{i + 1}" if n > 1 else ""), STATUS,
                     "redundant" if side == "B" else "primary", current or "",
                     "three-phase" if isinstance(phases, Quantity) and phases.si == 3
                     else "single-phase",
-                    f"{voltage.si:g}" if isinstance(voltage, Quantity) else "", amperage,
+                    f"{voltage.si:g}" if isinstance(voltage, Quantity) else "",
+                    feed_amperage(feeder, by_path, said), feed_utilization(feeder, said),
                     f"{p.path}.{name}"))
     return panels, feeds
 

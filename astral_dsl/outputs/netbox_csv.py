@@ -1,31 +1,22 @@
 """The CSV files of `astral export --netbox` (netbox.py), streamed: the bytes csv.writer writes
 (QUOTE_MINIMAL, `\n` line ends), each row joined directly when none of its fields needs
-quoting, and the columns nobody states left out."""
+quoting."""
 from __future__ import annotations
 
 import csv
 import itertools
-import os
 from typing import Iterable, List, Optional, Sequence
 
 from astral_dsl.regularfile import created
 
 
-def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], optional, notes) -> int:
-    """Write rows as CSV, streamed; a column in `optional` that some row leaves empty is left
-    out (NetBox takes its default), and said in `notes`."""
-    if optional:
-        rows = list(rows)
-        keep = [i for i, h in enumerate(header)
-                if h not in optional or all(str(r[i]) != "" for r in rows)]
-    else:
-        keep = list(range(len(header)))
-    dropped = [h for i, h in enumerate(header) if i not in keep]
+def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence]) -> int:
+    """Write rows as CSV, streamed; the number of rows."""
     count = 0
     with open(created(path), "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow([header[i] for i in keep])
-        it = iter(rows if len(keep) == len(header) else ([r[i] for i in keep] for r in rows))
+        w.writerow(header)
+        it = iter(rows)
         while True:
             batch = list(itertools.islice(it, 4096))
             if not batch:
@@ -45,9 +36,6 @@ def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], option
                 lines.clear()                 # csv's rules
                 w.writerow(r)
             fh.write("".join(lines))
-    if dropped and count:
-        notes.append(f"{os.path.basename(path)}: no `{'`, `'.join(dropped)}` (the design does "
-                     f"not state it for every row): NetBox's default applies")
     return count
 
 

@@ -82,6 +82,7 @@ _add("yr", 365 * 86400, dim(s=1))          # a 365-day year: 8,760 h, as in annu
 _add("t", 1000, dim(kg=1))                 # tonne
 _add("lb", F("0.45359237"), dim(kg=1))
 _add("ft", F("0.3048"), dim(m=1))
+_add("inch", F("0.0254"), dim(m=1))        # `in` is a keyword: a rack's width, `19 inch`
 _add("U", F("0.04445"), dim(m=1))          # rack unit, EIA-310: 1.75 in
 _add("gal", F("0.003785411784"), dim(m=3))  # US gallon
 _add("CFM", F("0.3048") ** 3 / 60, dim(m=3, s=-1))
