@@ -130,3 +130,24 @@ def test_a_stdlib_rack_is_warned_at_the_users_line_with_a_part_of_their_own(tmp_
                                   "rack R = NVL72 { width = 19 inch }\n"
                                   "site S { racks = 1 x R }\n")
     assert proc.returncode == 0 and "W707" not in proc.stderr
+
+
+def test_a_feeds_phase_is_the_one_the_analyses_take(tmp_path):
+    """An AC feeder without `phases` is three-phase to the analyses (analyses/conductors.py, W621
+    at check), so the export writes it so (it wrote single-phase); a declared `phases = 1` stays
+    single-phase, and a DC feed is single-phase, NetBox's default."""
+    proc, out = _export(tmp_path, """\
+        host H { power = 1 kW, units = 1 U }
+        rack R { hosts = 2 x H, width = 19 inch, units = 42 U }
+        site S {
+          racks = 2 x R
+          feeder a { current = ac, voltage = 400 V, power_factor = 95 %, capacity = 10 kW,
+                     serves = racks }
+          feeder b { current = ac, voltage = 230 V, phases = 1, power_factor = 95 %,
+                     capacity = 10 kW, serves = racks }
+          feeder d { current = dc, voltage = 240 V, capacity = 10 kW, serves = racks }
+        }
+        """)
+    assert proc.returncode == 0, proc.stderr
+    phase = {f["name"]: f["phase"] for f in _rows(out / "power_feeds.csv")}
+    assert phase == {"a": "three-phase", "b": "single-phase", "d": "single-phase"}

@@ -348,12 +348,20 @@ def _power(design, found: List[Part], names, said) -> Tuple[List[tuple], List[tu
                 feeds.append((
                     names[p.site], panel, f"{name}" + (f"-{i + 1}" if n > 1 else ""), STATUS,
                     "redundant" if side == "B" else "primary", current or "",
-                    "three-phase" if isinstance(phases, Quantity) and phases.si == 3
-                    else "single-phase",
+                    _phase(current, phases),
                     f"{voltage.si:g}" if isinstance(voltage, Quantity) else "",
                     feed_amperage(feeder, by_path, said), feed_utilization(feeder, said),
                     f"{p.path}.{name}"))
     return panels, feeds
+
+
+def _phase(current: Optional[str], phases) -> str:
+    """NetBox's `phase` of a feed: as declared; an AC feeder without `phases` three-phase, as the
+    analyses take it (analyses/conductors.py, W621 says so at check); a DC feed single-phase,
+    NetBox's default (phase has no meaning for it)."""
+    if isinstance(phases, Quantity):
+        return "three-phase" if phases.si == 3 else "single-phase"
+    return "single-phase" if current == "dc" else "three-phase"
 
 
 def _kind(value) -> Optional[str]:
