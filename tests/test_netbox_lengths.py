@@ -141,3 +141,20 @@ def test_a_name_a_pattern_makes_past_64_characters_is_e705_not_cut(tmp_path):
     assert proc.returncode == 0, proc.stderr
     with open(short / "out" / "devices.csv", encoding="utf-8") as f:
         assert [d["name"] for d in csv.DictReader(f)] == [f"{'h' * 62}-0", f"{'h' * 62}-1"]
+
+
+def test_a_long_interface_name_is_said_at_the_pattern_of_the_nic_that_makes_it(tmp_path):
+    """A host of two NICs, the first named `ib{nic}` (short), the second by a pattern past 64
+    characters: E705 is said at the second's pattern (it was said at the first NIC's, the one
+    pattern of the host that makes no long name)."""
+    long = "frontend-ethernet-interface-of-the-host-with-a-name-past-64-chars-{nic}"
+    text = ("gpu G { power = 700 W }\n"
+            'nic N { ports = 1, port_speed = 400 Gb/s, name = "ib{nic}" }\n'
+            f'nic E {{ ports = 1, port_speed = 100 Gb/s, name = "{long}" }}\n'
+            'host H { gpus = 2 x G, nics = [2 x N, E], power = 3 kW, name = "gpu-{host}" }\n'
+            "site S { hosts = 2 x H }\n")
+    doc = json.loads(_export(tmp_path, text, "--format", "json").stdout)
+    (e,) = [d for d in doc["diagnostics"] if d["code"] == "E705"]
+    assert long.replace("{nic}", "2") in e["message"]
+    assert (e["range"]["start"]["line"], e["range"]["start"]["column"]) == \
+        (3, text.splitlines()[2].index('"') + 1)
