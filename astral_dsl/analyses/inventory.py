@@ -191,6 +191,12 @@ def _interfaces(host: Instance, cache: Dict) -> Iterator[tuple]:
             yield k, j, name, missing, nic
 
 
+def name_of_nic(host: Instance, interface: str) -> Optional[Instance]:
+    """The NIC of `host` whose `name` pattern names its port `interface` (None: none does)."""
+    return next((nic for _, _, name, _, nic in _interfaces(host, {})
+                 if name == interface and isinstance(nic.field("name"), str)), None)
+
+
 def _port_path(host: Instance, k: int, j: int, cache: Dict) -> str:
     from astral_dsl.analyses.rank_placement import _members
     from astral_dsl.model.values import port_label

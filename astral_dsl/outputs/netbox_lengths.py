@@ -105,7 +105,7 @@ def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, 
                  "shorten the template's name (a device type is named after it)")
         seen.add(MANUFACTURER, t.manufacturer, inst.span_of("vendor"), inst.template,
                  "shorten its `vendor`")
-        for name, _kind in t.interfaces:
+        for name in (name for name, _kind in t.interfaces if len(name) > INTERFACE[1]):
             seen.add(INTERFACE, name, _nic_span(inst, name), inst.template,
                      "declare a shorter `name` pattern on its NICs (`name = \"eth{nic}\"`)")
     for path, device in (devices.by_path.items() if devices else ()):
@@ -139,13 +139,10 @@ def _path_hint(kind: str) -> str:
 
 def _nic_span(host, interface: str):
     """The span of the NIC pattern that names `interface` on `host`, else the host's."""
-    for m in host.members:
-        value = m.value
-        items = [i for _, i in value.flat()] if hasattr(value, "flat") else [value]
-        for nic in items:
-            if getattr(nic, "kind", None) == "nic" and isinstance(nic.field("name"), str):
-                return nic.span_of("name")
-    return host.span
+    from astral_dsl.analyses.inventory import name_of_nic
+
+    nic = name_of_nic(host, interface)
+    return nic.span_of("name") if nic is not None else host.span
 
 
 def row_span(device):
