@@ -158,3 +158,22 @@ def test_a_long_interface_name_is_said_at_the_pattern_of_the_nic_that_makes_it(t
     assert long.replace("{nic}", "2") in e["message"]
     assert (e["range"]["start"]["line"], e["range"]["start"]["column"]) == \
         (3, text.splitlines()[2].index('"') + 1)
+
+
+def test_a_feed_name_too_long_is_said_at_its_feeder(tmp_path):
+    """A feeder whose name is past a power feed's 100 characters: E705 at the feeder's
+    declaration (it had no span, the file alone)."""
+    feeder = "utility_feeder_from_the_substation_" * 3
+    text = ("gpu G { power = 700 W }\n"
+            'host H { gpus = 2 x G, power = 3 kW, name = "gpu-{host}" }\n'
+            "site S {\n"
+            "  hosts = 2 x H\n"
+            f"  feeder {feeder} {{\n"
+            "    current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, side = A\n"
+            "    capacity = 800 kW, serves = hosts\n"
+            "  }\n"
+            "}\n")
+    doc = json.loads(_export(tmp_path, text, "--format", "json").stdout)
+    (e,) = [d for d in doc["diagnostics"] if d["code"] == "E705"]
+    assert "a power feed's name" in e["message"]
+    assert e["range"] is not None and e["range"]["start"]["line"] == 5
