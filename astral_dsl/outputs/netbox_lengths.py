@@ -118,10 +118,12 @@ def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, 
         part = by_path.get(path)
         seen.add(PANEL, name, part.instance.span_of("name") if part else None, path,
                  _named_hint(part.instance) if part else PATTERN_HINT)
+    panel_of = {name: path for _site, _location, name, path in panels}
     for row in feeds:
         name, path = row[2], row[-1]
-        seen.add(FEED, name, None, path, "shorten the feeder's name")
-        seen.add(DESCRIPTION, path, None, path, _path_hint("feeder"))
+        span = _feeder_span(by_path.get(panel_of.get(row[1])), path)
+        seen.add(FEED, name, span, path, "shorten the feeder's name")
+        seen.add(DESCRIPTION, path, span, path, _path_hint("feeder"))
     longest, rows = cables()
     if longest > DESCRIPTION[1]:
         for row in rows():
@@ -130,6 +132,20 @@ def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, 
             seen.add(DESCRIPTION, row[7], part.instance.span if part else None, first,
                      "a cable's description names its two ends' paths: " + _path_hint("cable"))
     return seen.diagnostics(design.file)
+
+
+def _feeder_span(part, path: str):
+    """The declaration of the feeder at `path` (`PART.feeder`, `PART.power.feeder`) of the part
+    whose panel feeds it (None: no part)."""
+    if part is None:
+        return None
+    inst = part.instance
+    for name in path[len(part.path) + 1:].split("."):
+        inner = inst.member(name)
+        if inner is None or not hasattr(inner, "span"):
+            return inst.span
+        inst = inner
+    return inst.span
 
 
 def _path_hint(kind: str) -> str:
