@@ -75,3 +75,42 @@ def test_docs_diagnostics_md_shows_what_e706_prints(tmp_path):
     from test_netbox_lengths import docs_show_what_export_prints
 
     docs_show_what_export_prints("E706", tmp_path, _design())
+
+
+PANELS = """\
+gpu G { power = 700 W }
+host H { gpus = 2 x G, power = 3 kW, name = "gpu-{pod}-{row}-{host}" }
+row W {
+  hosts = 2 x H, name = "row{row}"
+  feeder utility {
+    current = ac, voltage = 400 V, phases = 3, side = A, capacity = 40 kW, serves = hosts
+  }
+}
+pod P { rows = 2 x W }
+site A { pods = 2 x P }
+"""
+
+
+def test_two_power_panels_of_a_site_named_alike_are_e707(tmp_path):
+    """A part that declares feeders gets a power panel named after it (`row0 power`), and
+    NetBox keeps a panel's name unique per site (dcim.PowerPanel: UniqueConstraint of site and
+    name): the rows of each pod named `row{row}` wrote `row0 power` twice in site A, and
+    NetBox's import refused the second. E707 at the rows' pattern, and nothing is written."""
+    proc = _export(tmp_path, PANELS)
+    assert proc.returncode == 1
+    assert "error[E707]: the power panel `row0 power` of A.pods[1].rows[0] is the panel of " \
+           "A.pods[0].rows[0] too, in site A; 1 more like it: NetBox keeps a power panel's " \
+           "name unique per site (dcim.PowerPanel: UniqueConstraint of site and name), and " \
+           "its import would refuse the second" in proc.stderr
+    assert "d.astral:4:25" in proc.stderr
+    assert "hint: a panel is named after the part that declares its feeders" in proc.stderr
+    assert not (tmp_path / "out").exists()
+    fine = tmp_path / "fine"
+    fine.mkdir()
+    assert _export(fine, PANELS.replace('"row{row}"', '"row{pod}-{row}"')).returncode == 0
+
+
+def test_docs_diagnostics_md_shows_what_e707_prints(tmp_path):
+    from test_netbox_lengths import docs_show_what_export_prints
+
+    docs_show_what_export_prints("E707", tmp_path, PANELS)
