@@ -200,6 +200,7 @@ CODES: dict[str, str] = {
     "E704": "the trace asked for is too large",
     "E705": "a value longer than NetBox takes",
     "E706": "two devices of one site whose names NetBox holds as one, whatever their case",
+    "E707": "two power panels of one site with one name",
     # E750-E779, W750-W779: jobs and forecasting (`astral forecast`, seer; runs tables)
     "E750": "tensor-parallel degree does not divide the attention heads",
     "E751": "pipeline stages cannot hold the layers",

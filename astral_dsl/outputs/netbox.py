@@ -29,8 +29,8 @@ from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
 from astral_dsl.outputs.netbox_csv import write_csv
 from astral_dsl.outputs.netbox_lengths import cable_bound, too_long
-from astral_dsl.outputs.netbox_names import distinct, same_device_name, same_maker, slug, \
-    slugs
+from astral_dsl.outputs.netbox_names import distinct, same_device_name, same_maker, \
+    same_panel_name, slug, slugs
 from astral_dsl.regularfile import created
 from astral_dsl.units import Quantity
 
@@ -51,13 +51,14 @@ INFINIBAND = {100e9: "infiniband-edr", 200e9: "infiniband-hdr", 400e9: "infiniba
 class Written:
     files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
     notes: Tuple[str, ...]
-    diagnostics: Tuple = ()     # E705, E706: nothing was written (netbox_lengths, _names)
+    diagnostics: Tuple = ()     # E705-E707: nothing was written (netbox_lengths, _names)
 
 
 def write(design, directory: str, devices=None) -> Written:
     """Write the files below `directory` (created); `devices`: analyses.devices.Devices. A
-    value longer than NetBox takes (E705), or two devices of a site named alike but for case
-    (E706), is said instead, and nothing is written."""
+    value longer than NetBox takes (E705), two devices of a site named alike but for case
+    (E706), or two power panels of a site named alike (E707), is said instead, and nothing is
+    written."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
     by_path = {p.path: p for p in found}
@@ -77,6 +78,7 @@ def write(design, directory: str, devices=None) -> Written:
                        lambda: (cable_bound(found, sws), lambda: _cables(design, owners, names,
                                                                          by_path, [])))
     refused += same_device_name(found, sws, names, devices, design.file)
+    refused += same_panel_name(panels, by_path, design.file)
     if refused:
         return Written((), (), tuple(refused))
     os.makedirs(directory, exist_ok=True)

@@ -18,7 +18,8 @@ note; they were two manufacturers (`nvidia`, `nvidia-2`), the devices of each un
 
 A device's name is the design's or its inventory's and is not renamed (an inventory binds by
 it): two devices of a site whose names NetBox holds as one, whatever their case, are E706
-(same_device_name), and nothing is written."""
+(same_device_name), and nothing is written; so are two power panels of a site named alike
+(E707, same_panel_name: a panel is named after the part that declares its feeders)."""
 from __future__ import annotations
 
 import re
@@ -151,4 +152,35 @@ def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
     return out
 
 
-__all__ = ["distinct", "same_device_name", "same_maker", "slug", "slugs"]
+def same_panel_name(panels, by_path, file) -> List:
+    """E707 for a power panel named as another of its site: the export names a part's panel
+    after the part (`row0 power`: netbox._power), and NetBox 4.7.3 keeps a panel's name unique
+    per site (dcim/models/power.py, PowerPanel: `UniqueConstraint(fields=('site', 'name'))`):
+    the rows of each pod named `row{row}` gave two panels `row0 power`, and its import refused
+    the second. `panels`: (site, location, name, the part's path) rows; one E707 per pattern
+    (or declaration) naming the second part, with the first pair and how many more."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    first: Dict[tuple, str] = {}
+    groups: Dict[object, list] = {}
+    for site, _location, name, path in panels:
+        other = first.setdefault((site, name), path)
+        if other != path:
+            part = by_path.get(path)
+            span = part.instance.span_of("name") if part is not None else None
+            entry = groups.setdefault(span, [name, path, other, site, 0])
+            entry[4] += 1
+    out = []
+    for span, (name, path, other, site, count) in groups.items():
+        more = f"; {count - 1:,} more like it" if count > 1 else ""
+        out.append(Diagnostic(
+            "E707", Severity.ERROR, f"the power panel `{name}` of {path} is the panel of "
+            f"{other} too, in site {site}{more}: NetBox keeps a power panel's name unique per "
+            "site (dcim.PowerPanel: UniqueConstraint of site and name), and its import would "
+            "refuse the second", span,
+            "a panel is named after the part that declares its feeders: tell the parts' names "
+            "apart in their site (`name = \"row{pod}-{row}\"`)", file=file))
+    return out
+
+
+__all__ = ["distinct", "same_device_name", "same_maker", "same_panel_name", "slug", "slugs"]
