@@ -114,3 +114,32 @@ def test_docs_diagnostics_md_shows_what_e707_prints(tmp_path):
     from test_netbox_lengths import docs_show_what_export_prints
 
     docs_show_what_export_prints("E707", tmp_path, PANELS)
+
+
+def test_a_device_name_taken_again_in_another_site_is_cabled_in_its_site(tmp_path):
+    """An inventory may give a device of each site one name (NetBox keeps a device's name unique
+    per site), but cables.csv named a cable's ends by device name alone, and NetBox's import
+    finds a cable's device by its name within `side_a_site` / `side_b_site` when given, else
+    among every site's ("multiple objects were found": the cables of both were refused). Each
+    end's site is written beside its device."""
+    from test_netbox import DESIGN
+
+    text = DESIGN[:DESIGN.index("inventory Fleet")].replace(
+        '"gpu-{block}-{rack:03}-{host}"', '"gpu-{site}-{block}-{rack:03}-{host}"').replace(
+        '"r{block}-{rack+1:02}"', '"r{site}-{block}-{rack+1:02}"').replace(
+        '"leaf-{block}-{rail}"', '"leaf-{site}-{block}-{rail}"').replace(
+        '"spine-{index:02}"', '"spine-{site}-{index:02}"') \
+        + "site Other {\n  sus = 2 x SU\n  fabric = Compute\n}\n" \
+        + 'inventory Fleet {\n  file = "fleet.csv"\n  columns { path = "path" }\n}\n'
+    (tmp_path / "fleet.csv").write_text(
+        "name,path\nnode-1,Cluster.sus[0].racks[0].hosts[0]\nnode-1,Other.sus[0].racks[0]."
+        "hosts[0]\n", encoding="utf-8")
+    proc = _export(tmp_path, text)
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "out" / "cables.csv", encoding="utf-8", newline="") as f:
+        cables = list(csv.DictReader(f))
+    ends = {(c["side_a_site"], c["side_a_device"]) for c in cables
+            if c["side_a_device"] == "node-1"}
+    assert ends == {("Cluster", "node-1"), ("Other", "node-1")}
+    assert all(c["side_a_site"] == c["side_b_site"] == c["description"].split(".", 1)[0]
+               for c in cables)
