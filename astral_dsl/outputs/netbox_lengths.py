@@ -127,9 +127,9 @@ def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, 
     longest, rows = cables()
     if longest > DESCRIPTION[1]:
         for row in rows():
-            first = row[7].split(" ", 1)[0]
+            first = row[-1].split(" ", 1)[0]
             part = by_path.get(first)
-            seen.add(DESCRIPTION, row[7], part.instance.span if part else None, first,
+            seen.add(DESCRIPTION, row[-1], part.instance.span if part else None, first,
                      "a cable's description names its two ends' paths: " + _path_hint("cable"))
     return seen.diagnostics(design.file)
 
