@@ -160,9 +160,9 @@ def test_racks_of_each_row_numbered_alike_are_not_e236_unless_an_inventory_binds
         tmp_path):
     """NetBox keeps a rack's name unique per location (dcim.Rack), and the export writes each
     rack in its row: the racks of each row numbered from 1 (`R{rack+1:02}`), a legitimate
-    scheme, were refused by E236 wherever they were. They are E236 where an inventory binds its
-    rows by name (its row would bind the first rack of the name); two devices of a name are
-    E236 wherever they are (cables.csv names a cable's ends by device name alone)."""
+    scheme, were refused by E236 wherever they were; so were the hosts of two sites laid out
+    alike (a device's name is unique per site). They are E236 where an inventory binds its rows
+    by name (its row would bind the first part of the name)."""
     rows = """
         gpu G { power = 700 W }
         host H { gpus = 2 x G, power = 3 kW, name = "gpu-{row}-{rack}-{host}" }
@@ -189,7 +189,8 @@ def test_racks_of_each_row_numbered_alike_are_not_e236_unless_an_inventory_binds
     (e,) = [d for d in _check(tmp_path, rows.replace('"R{rack+1:02}"', '"R"')) if d.code == "E236"]
     assert e.message.startswith("the name pattern `R` names R (A.rows[0].racks[1]) as it names R "
                                 "(A.rows[0].racks[0]); 1 more")     # and row 1's second
-    # the hosts of two sites laid out alike: E236 (a cable's end is named by its device's name)
+    # the hosts of two sites laid out alike: NetBox keeps a device's name unique per site
+    # (cables.csv names each end's site), so not E236 but where an inventory binds by name
     sites = """
         gpu G { power = 700 W }
         host H { gpus = 2 x G, power = 3 kW, name = "gpu-{rack}-{host}" }
@@ -197,4 +198,8 @@ def test_racks_of_each_row_numbered_alike_are_not_e236_unless_an_inventory_binds
         site A { racks = 2 x R }
         site B { racks = 2 x R }
     """
-    assert [d for d in _check(tmp_path, sites) if d.code == "E236"]
+    assert not [d for d in _check(tmp_path, sites) if d.is_error]
+    (e,) = [d for d in _check(tmp_path, sites + by_name) if d.code == "E236"]
+    assert e.message.startswith("the name pattern `gpu-{rack}-{host}` names gpu-0-0 "
+                                "(B.racks[0].hosts[0]) as it names gpu-0-0 (A.racks[0].hosts[0])")
+    assert not [d for d in _check(tmp_path, sites + by_path) if d.code == "E236"]
