@@ -265,8 +265,8 @@ def named_parts(design: Design) -> Named:
     for p in found:
         if p.kind in ("host", "rack"):
             named[p.path] = (p.kind, p.name)
-            twice.add(p.path, p.name, p.instance, p.missing,
-                      (p.site, p.location) if p.kind == "rack" else None)
+            twice.add(p.path, p.name, p.instance, p.missing, p.site,
+                      (p.location,) if p.kind == "rack" else None)
         if p.missing:
             bad.setdefault(p.instance.field("name"),
                            (p.path, p.missing, p.instance.span_of("name")))
@@ -274,7 +274,7 @@ def named_parts(design: Design) -> Named:
                                if p.kind == "host"}.values(), bad, design.file)
     for s in switches(design, owner_replicas(design, found), {p.path: p for p in found}):
         named[s.path] = ("switch", s.name)
-        twice.add(s.path, s.name, s.declared, s.missing)
+        twice.add(s.path, s.name, s.declared, s.missing, s.site)
         if s.missing:
             bad.setdefault(s.declared.field("name"),
                            (s.path, s.missing, s.declared.span_of("name")))
@@ -295,11 +295,11 @@ class _Twice:
     the first such part, the one it meets, and how many. A part named by its path meets none
     (paths are distinct); one whose pattern lacks a placeholder (E235) is not counted. Where an
     inventory binds its rows by name (`global_`), every part's name is one the design has once;
-    else a rack's name is compared with the racks of its location alone, where NetBox keeps it
-    unique (dcim.Rack: UniqueConstraint of location and name; devices.csv names a device's rack
-    with its site and location), so that the racks of each row numbered from 1 are not E236. A
-    device's (a host's, a switch's) is the design's once: NetBox keeps it unique per site, and
-    cables.csv names a cable's ends by device name alone."""
+    else a name is compared where NetBox keeps it unique: a device's (a host's, a switch's)
+    with the devices of its site (dcim.Device; cables.csv names each end's site), a rack's with
+    the racks of its location (dcim.Rack: UniqueConstraint of location and name; devices.csv
+    names a device's rack with its site and location), and each with the other kind's of its
+    site: two sites laid out alike, or the racks of each row numbered from 1, are not E236."""
 
     def __init__(self, by_name: Dict[str, str], global_: bool):
         self.by_name = by_name            # name -> the first part's path (shared with Named)
@@ -308,20 +308,20 @@ class _Twice:
         self.declared: Dict[str, Any] = {}   # path -> the declaration naming it by a pattern
         self.groups: Dict[Any, list] = {}
 
-    def add(self, path: str, name: str, declared, missing, location: Optional[tuple] = None
-            ) -> None:
-        """`location`: a rack's (site, its nearest hall, pod, row or block), None for a
+    def add(self, path: str, name: str, declared, missing, site: str,
+            location: Optional[tuple] = None) -> None:
+        """`location`: a rack's (its nearest hall, pod, row or block, in a tuple), None for a
         device."""
         self.by_name.setdefault(name, path)
         if self.global_:
             first = self.first.setdefault(("", name), path)
-        elif location is None:            # a device: the devices', else a rack's
-            first = self.first.setdefault(("device", name), path)
-            first = self.first.get(("rack", name), path) if first == path else first
+        elif location is None:            # a device: its site's devices', else a rack's
+            first = self.first.setdefault(("device", site, name), path)
+            first = self.first.get(("rack", site, name), path) if first == path else first
         else:                             # a rack: its location's racks', else a device's
-            first = self.first.setdefault((location, name), path)
-            first = self.first.get(("device", name), path) if first == path else first
-            self.first.setdefault(("rack", name), path)
+            first = self.first.setdefault((site, location, name), path)
+            first = self.first.get(("device", site, name), path) if first == path else first
+            self.first.setdefault(("rack", site, name), path)
         if declared is not None and isinstance(declared.field("name"), str):
             self.declared[path] = declared
         if first == path or missing:
