@@ -43,7 +43,8 @@ def test_two_names_of_one_site_that_differ_in_case_only_are_e706_at_the_pattern(
 
 def test_one_name_in_two_sites_is_written(tmp_path):
     """The scope is the site (the export writes no tenant): an inventory that gives a device
-    of each site one name is taken (patterns that did would be E236, which binds by name)."""
+    of each site one name is taken (patterns that did are E236 only where an inventory binds
+    its rows by name)."""
     (tmp_path / "fleet.csv").write_text(
         "name,path\nnode-1,S0.racks[0].hosts[0]\nNODE-1,S1.racks[0].hosts[0]\n",
         encoding="utf-8")
