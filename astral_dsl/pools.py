@@ -80,11 +80,12 @@ def _forked_started() -> None:
     quiet()
 
 
-def _ended_with(pool):
+def _ended_with(pool, before: frozenset):
     """A SIGTERM handler for the parent of `pool` whose SIGTERM did the default (it dies): the
-    pool's workers terminated, then the default restored and the signal sent again, so that the
-    parent dies of it as it would have (status 143 in a shell; nothing else runs first, as
-    before). A worker forked before its initializer restored the default does the default.
+    pool's workers killed (_workers; `before`: this process's children before the pool), then
+    the default restored and the signal sent again, so that the parent dies of it as it would
+    have (status 143 in a shell; nothing else runs first, as before). A worker forked before
+    its initializer restored the default does the default.
     (No lock is taken: the signal may come while this thread holds the pool's.)"""
     import signal
 
@@ -92,14 +93,28 @@ def _ended_with(pool):
 
     def ended(signum, frame):
         if os.getpid() == parent:
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
+            for process in _workers(pool, before):
                 try:
-                    process.terminate()
+                    # SIGKILL: what SIGTERM does to a worker (the default), but one forked
+                    # an instant ago loses a SIGTERM that comes before Python's after-fork
+                    # (which clears the signals its inherited handler noted)
+                    process.kill()
                 except (OSError, AttributeError, ValueError):      # already gone
                     pass
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     return ended
+
+
+def _workers(pool, before) -> list:
+    """The processes of `pool`: those it lists, and any this process forked since `before` (its
+    children then) that the pool does not list yet (ProcessPoolExecutor._spawn_process starts
+    one, then lists it: a signal between the two left it waiting for an item for ever)."""
+    import multiprocessing
+
+    listed = list((getattr(pool, "_processes", None) or {}).values())
+    return listed + [p for p in multiprocessing.active_children()
+                     if p not in listed and p not in before]
 
 
 @contextlib.contextmanager
@@ -108,6 +123,7 @@ def _workers_end_with_the_parent(pool):
     it would kill this process (a caller's own handler, or SIGTERM ignored, is left as it is: a
     handler that raises SystemExit stops them by forked_map's `except`); then the handler that
     was there is put back. Only the main thread can set one: elsewhere, nothing changes."""
+    import multiprocessing
     import signal
     import threading
 
@@ -115,7 +131,7 @@ def _workers_end_with_the_parent(pool):
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
-    signal.signal(signal.SIGTERM, _ended_with(pool))
+    signal.signal(signal.SIGTERM, _ended_with(pool, frozenset(multiprocessing.active_children())))
     try:
         yield
     finally:

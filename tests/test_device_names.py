@@ -154,3 +154,52 @@ def test_a_tier_of_a_pods_fabric_names_its_pod(tmp_path):
     names = {name for kind, name in named_parts(astral_dsl.compile(
         tmp_path / "d.astral").design).named.values() if kind == "switch"}
     assert {"leaf-0-0-0", "leaf-1-1-7", "spine-0-00", "spine-1-00"} <= names
+
+
+def test_racks_of_each_row_numbered_alike_are_not_e236_unless_an_inventory_binds_by_name(
+        tmp_path):
+    """NetBox keeps a rack's name unique per location (dcim.Rack), and the export writes each
+    rack in its row: the racks of each row numbered from 1 (`R{rack+1:02}`), a legitimate
+    scheme, were refused by E236 wherever they were; so were the hosts of two sites laid out
+    alike (a device's name is unique per site). They are E236 where an inventory binds its rows
+    by name (its row would bind the first part of the name)."""
+    rows = """
+        gpu G { power = 700 W }
+        host H { gpus = 2 x G, power = 3 kW, name = "gpu-{row}-{rack}-{host}" }
+        rack R { hosts = 2 x H, power_limit = 45 kW, name = "R{rack+1:02}" }
+        row W { racks = 2 x R, name = "row{row}" }
+        site A { rows = 2 x W }
+    """
+    assert not [d for d in _check(tmp_path, rows) if d.is_error]
+    (tmp_path / "fleet.csv").write_text("name,serial\n", encoding="utf-8")
+    by_name = '\n        inventory Fleet { file = "fleet.csv" }\n'
+    by_path = '\n        inventory Fleet { file = "fleet.csv", columns { path = "serial" } }\n'
+    (e,) = [d for d in _check(tmp_path, rows + by_name) if d.code == "E236"]
+    assert e.message.startswith("the name pattern `R{rack+1:02}` names R01 (A.rows[1].racks[0]) "
+                                "as it names R01 (A.rows[0].racks[0]); 1 more")
+    assert not [d for d in _check(tmp_path, rows + by_path) if d.code == "E236"]
+    # a rack named as a host of another row, and two racks of one row named alike, still are
+    said = [d.message for d in _check(tmp_path, rows.replace('"R{rack+1:02}"',
+                                                             '"gpu-0-0-{index}"'))
+            if d.code == "E236"]
+    # (the racks of row 1 among the 2 more: named as hosts of row 0, not as racks of row 0)
+    assert "the name pattern `gpu-0-0-{index}` names gpu-0-0-1 (A.rows[0].racks[1]) as the " \
+           "name pattern `gpu-{row}-{rack}-{host}` names gpu-0-0-1 (A.rows[0].racks[0]." \
+           "hosts[1]); 2 more part(s) it names as another is named" in said
+    (e,) = [d for d in _check(tmp_path, rows.replace('"R{rack+1:02}"', '"R"')) if d.code == "E236"]
+    assert e.message.startswith("the name pattern `R` names R (A.rows[0].racks[1]) as it names R "
+                                "(A.rows[0].racks[0]); 1 more")     # and row 1's second
+    # the hosts of two sites laid out alike: NetBox keeps a device's name unique per site
+    # (cables.csv names each end's site), so not E236 but where an inventory binds by name
+    sites = """
+        gpu G { power = 700 W }
+        host H { gpus = 2 x G, power = 3 kW, name = "gpu-{rack}-{host}" }
+        rack R { hosts = 2 x H, power_limit = 45 kW }
+        site A { racks = 2 x R }
+        site B { racks = 2 x R }
+    """
+    assert not [d for d in _check(tmp_path, sites) if d.is_error]
+    (e,) = [d for d in _check(tmp_path, sites + by_name) if d.code == "E236"]
+    assert e.message.startswith("the name pattern `gpu-{rack}-{host}` names gpu-0-0 "
+                                "(B.racks[0].hosts[0]) as it names gpu-0-0 (A.racks[0].hosts[0])")
+    assert not [d for d in _check(tmp_path, sites + by_path) if d.code == "E236"]

@@ -141,3 +141,55 @@ def test_a_name_a_pattern_makes_past_64_characters_is_e705_not_cut(tmp_path):
     assert proc.returncode == 0, proc.stderr
     with open(short / "out" / "devices.csv", encoding="utf-8") as f:
         assert [d["name"] for d in csv.DictReader(f)] == [f"{'h' * 62}-0", f"{'h' * 62}-1"]
+
+
+def test_a_long_interface_name_is_said_at_the_pattern_of_the_nic_that_makes_it(tmp_path):
+    """A host of two NICs, the first named `ib{nic}` (short), the second by a pattern past 64
+    characters: E705 is said at the second's pattern (it was said at the first NIC's, the one
+    pattern of the host that makes no long name)."""
+    long = "frontend-ethernet-interface-of-the-host-with-a-name-past-64-chars-{nic}"
+    text = ("gpu G { power = 700 W }\n"
+            'nic N { ports = 1, port_speed = 400 Gb/s, name = "ib{nic}" }\n'
+            f'nic E {{ ports = 1, port_speed = 100 Gb/s, name = "{long}" }}\n'
+            'host H { gpus = 2 x G, nics = [2 x N, E], power = 3 kW, name = "gpu-{host}" }\n'
+            "site S { hosts = 2 x H }\n")
+    doc = json.loads(_export(tmp_path, text, "--format", "json").stdout)
+    (e,) = [d for d in doc["diagnostics"] if d["code"] == "E705"]
+    assert long.replace("{nic}", "2") in e["message"]
+    assert (e["range"]["start"]["line"], e["range"]["start"]["column"]) == \
+        (3, text.splitlines()[2].index('"') + 1)
+
+
+def test_a_feed_name_too_long_is_said_at_its_feeder(tmp_path):
+    """A feeder whose name is past a power feed's 100 characters: E705 at the feeder's
+    declaration (it had no span, the file alone)."""
+    feeder = "utility_feeder_from_the_substation_" * 3
+    text = ("gpu G { power = 700 W }\n"
+            'host H { gpus = 2 x G, power = 3 kW, name = "gpu-{host}" }\n'
+            "site S {\n"
+            "  hosts = 2 x H\n"
+            f"  feeder {feeder} {{\n"
+            "    current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, side = A\n"
+            "    capacity = 800 kW, serves = hosts\n"
+            "  }\n"
+            "}\n")
+    doc = json.loads(_export(tmp_path, text, "--format", "json").stdout)
+    (e,) = [d for d in doc["diagnostics"] if d["code"] == "E705"]
+    assert "a power feed's name" in e["message"]
+    assert e["range"] is not None and e["range"]["start"]["line"] == 5
+
+
+def test_a_serial_of_a_json_inventory_is_not_said_at_a_line_of_its_file(tmp_path):
+    """A JSON inventory's rows are items of a list, not lines: E705 for the serial of its third
+    item was said at line 3 of a file of one line (an empty excerpt)."""
+    (tmp_path / "fleet.json").write_text(json.dumps(
+        [{"name": "gpu-0", "serial": "A"}, {"name": "gpu-1", "serial": "B"},
+         {"name": "gpu-2", "serial": "S" * 51}]), encoding="utf-8")
+    text = ("gpu G { power = 700 W }\n"
+            'host H { gpus = 2 x G, power = 3 kW, name = "gpu-{host}" }\n'
+            "site S { hosts = 3 x H }\n"
+            'inventory Fleet { file = "fleet.json" }\n')
+    doc = json.loads(_export(tmp_path, text, "--format", "json").stdout)
+    (e,) = [d for d in doc["diagnostics"] if d["code"] == "E705"]
+    assert e["message"].startswith(f"S.hosts[2]: `{'S' * 51}` (51 characters)")
+    assert e["range"] is None or e["file"] != "fleet.json", e

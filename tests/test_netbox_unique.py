@@ -43,7 +43,8 @@ def test_two_names_of_one_site_that_differ_in_case_only_are_e706_at_the_pattern(
 
 def test_one_name_in_two_sites_is_written(tmp_path):
     """The scope is the site (the export writes no tenant): an inventory that gives a device
-    of each site one name is taken (patterns that did would be E236, which binds by name)."""
+    of each site one name is taken (patterns that did are E236 only where an inventory binds
+    its rows by name)."""
     (tmp_path / "fleet.csv").write_text(
         "name,path\nnode-1,S0.racks[0].hosts[0]\nNODE-1,S1.racks[0].hosts[0]\n",
         encoding="utf-8")
@@ -75,3 +76,71 @@ def test_docs_diagnostics_md_shows_what_e706_prints(tmp_path):
     from test_netbox_lengths import docs_show_what_export_prints
 
     docs_show_what_export_prints("E706", tmp_path, _design())
+
+
+PANELS = """\
+gpu G { power = 700 W }
+host H { gpus = 2 x G, power = 3 kW, name = "gpu-{pod}-{row}-{host}" }
+row W {
+  hosts = 2 x H, name = "row{row}"
+  feeder utility {
+    current = ac, voltage = 400 V, phases = 3, side = A, capacity = 40 kW, serves = hosts
+  }
+}
+pod P { rows = 2 x W }
+site A { pods = 2 x P }
+"""
+
+
+def test_two_power_panels_of_a_site_named_alike_are_e707(tmp_path):
+    """A part that declares feeders gets a power panel named after it (`row0 power`), and
+    NetBox keeps a panel's name unique per site (dcim.PowerPanel: UniqueConstraint of site and
+    name): the rows of each pod named `row{row}` wrote `row0 power` twice in site A, and
+    NetBox's import refused the second. E708 at the rows' pattern, and nothing is written."""
+    proc = _export(tmp_path, PANELS)
+    assert proc.returncode == 1
+    assert "error[E708]: the power panel `row0 power` of A.pods[1].rows[0] is the panel of " \
+           "A.pods[0].rows[0] too, in site A; 1 more like it: NetBox keeps a power panel's " \
+           "name unique per site (dcim.PowerPanel: UniqueConstraint of site and name), and " \
+           "its import would refuse the second" in proc.stderr
+    assert "d.astral:4:25" in proc.stderr
+    assert "hint: a panel is named after the part that declares its feeders" in proc.stderr
+    assert not (tmp_path / "out").exists()
+    fine = tmp_path / "fine"
+    fine.mkdir()
+    assert _export(fine, PANELS.replace('"row{row}"', '"row{pod}-{row}"')).returncode == 0
+
+
+def test_docs_diagnostics_md_shows_what_e707_prints(tmp_path):
+    from test_netbox_lengths import docs_show_what_export_prints
+
+    docs_show_what_export_prints("E708", tmp_path, PANELS)
+
+
+def test_a_device_name_taken_again_in_another_site_is_cabled_in_its_site(tmp_path):
+    """An inventory may give a device of each site one name (NetBox keeps a device's name unique
+    per site), but cables.csv named a cable's ends by device name alone, and NetBox's import
+    finds a cable's device by its name within `side_a_site` / `side_b_site` when given, else
+    among every site's ("multiple objects were found": the cables of both were refused). Each
+    end's site is written beside its device."""
+    from test_netbox import DESIGN
+
+    text = DESIGN[:DESIGN.index("inventory Fleet")].replace(
+        '"gpu-{block}-{rack:03}-{host}"', '"gpu-{site}-{block}-{rack:03}-{host}"').replace(
+        '"r{block}-{rack+1:02}"', '"r{site}-{block}-{rack+1:02}"').replace(
+        '"leaf-{block}-{rail}"', '"leaf-{site}-{block}-{rail}"').replace(
+        '"spine-{index:02}"', '"spine-{site}-{index:02}"') \
+        + "site Other {\n  sus = 2 x SU\n  fabric = Compute\n}\n" \
+        + 'inventory Fleet {\n  file = "fleet.csv"\n  columns { path = "path" }\n}\n'
+    (tmp_path / "fleet.csv").write_text(
+        "name,path\nnode-1,Cluster.sus[0].racks[0].hosts[0]\nnode-1,Other.sus[0].racks[0]."
+        "hosts[0]\n", encoding="utf-8")
+    proc = _export(tmp_path, text)
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "out" / "cables.csv", encoding="utf-8", newline="") as f:
+        cables = list(csv.DictReader(f))
+    ends = {(c["side_a_site"], c["side_a_device"]) for c in cables
+            if c["side_a_device"] == "node-1"}
+    assert ends == {("Cluster", "node-1"), ("Other", "node-1")}
+    assert all(c["side_a_site"] == c["side_b_site"] == c["description"].split(".", 1)[0]
+               for c in cables)

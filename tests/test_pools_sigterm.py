@@ -93,3 +93,48 @@ def test_the_handler_is_put_back_and_the_workers_keep_the_default():
     assert all(default for default, _ in got)
     assert {pid for _, pid in got} - {os.getpid()}          # done in forked workers
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+# the SIGTERM comes as a worker has been forked but before the pool lists it
+# (ProcessPoolExecutor._spawn_process: `p.start()`, then `self._processes[p.pid] = p`)
+BETWEEN = textwrap.dedent("""
+    import os, signal, sys, time
+    from multiprocessing import context
+    from astral_dsl.pools import forked_map
+
+    folder = sys.argv[1]
+    start = context.ForkProcess.start
+
+    def started(self):
+        start(self)
+        with open(os.path.join(folder, f"{self.pid}.pid"), "w") as f:
+            f.write("forked")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    context.ForkProcess.start = started
+    forked_map(time.sleep, [120, 120], 2)
+""")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists() or sys.platform != "linux",
+                    reason="process states read from /proc (Linux)")
+def test_a_worker_forked_as_the_sigterm_comes_ends_too(tmp_path):
+    """The worker forked just before the SIGTERM, not yet in the pool's list, was left waiting
+    for an item for ever (the handler stopped the workers the pool listed)."""
+    parent = subprocess.Popen([sys.executable, "-c", BETWEEN, str(tmp_path)], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        parent.wait(GRACE_S)
+        workers = [int(p.stem) for p in tmp_path.glob("*.pid")]
+        assert len(workers) == 1, parent.stderr.read()
+        _until(lambda: not any(_alive(w) for w in workers), "the worker ended")
+    finally:
+        parent.kill()
+        parent.wait()
+        for p in tmp_path.glob("*.pid"):
+            try:
+                os.kill(int(p.stem), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert parent.returncode == -signal.SIGTERM

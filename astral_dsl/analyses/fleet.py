@@ -46,7 +46,7 @@ class Device:
     serial: Optional[str] = None
     asset_tag: Optional[str] = None
     file: Optional[str] = None       # the inventory row it comes from
-    line: Optional[int] = None
+    line: Optional[int] = None       # its line in a CSV (None: an item of a JSON list)
 
 
 @records.frozen
@@ -169,7 +169,8 @@ def bind(rows: Sequence[Row], file: str, lines: bool, columns: Dict[str, Optiona
         kind = named[path][0]
         real = row.values.get(columns["name"]) or named[path][1]
         bound[path] = Device(path, kind, real, row.values.get(columns["serial"]) or None,
-                             row.values.get(columns["asset_tag"]) or None, file, row.number)
+                             row.values.get(columns["asset_tag"]) or None, file,
+                             row.number if lines else None)    # (a JSON item is no line)
         first_row[path] = row.number
     for code, left in unsaid.items():
         if left:

@@ -191,6 +191,12 @@ def _interfaces(host: Instance, cache: Dict) -> Iterator[tuple]:
             yield k, j, name, missing, nic
 
 
+def name_of_nic(host: Instance, interface: str) -> Optional[Instance]:
+    """The NIC of `host` whose `name` pattern names its port `interface` (None: none does)."""
+    return next((nic for _, _, name, _, nic in _interfaces(host, {})
+                 if name == interface and isinstance(nic.field("name"), str)), None)
+
+
 def _port_path(host: Instance, k: int, j: int, cache: Dict) -> str:
     from astral_dsl.analyses.rank_placement import _members
     from astral_dsl.model.values import port_label
@@ -253,12 +259,14 @@ def named_parts(design: Design) -> Named:
     named: Dict[str, Tuple[str, str]] = {}
     by_name: Dict[str, str] = {}
     bad: Dict[str, Tuple[str, Tuple[str, ...], Any]] = {}
-    twice = _Twice(by_name)
+    twice = _Twice(by_name, any(columns_of(i)["path"] is None for i in design.instances
+                                if i.kind == "inventory"))
     found = list(parts(design))
     for p in found:
         if p.kind in ("host", "rack"):
             named[p.path] = (p.kind, p.name)
-            twice.add(p.path, p.name, p.instance, p.missing)
+            twice.add(p.path, p.name, p.instance, p.missing, p.site,
+                      (p.location,) if p.kind == "rack" else None)
         if p.missing:
             bad.setdefault(p.instance.field("name"),
                            (p.path, p.missing, p.instance.span_of("name")))
@@ -266,7 +274,7 @@ def named_parts(design: Design) -> Named:
                                if p.kind == "host"}.values(), bad, design.file)
     for s in switches(design, owner_replicas(design, found), {p.path: p for p in found}):
         named[s.path] = ("switch", s.name)
-        twice.add(s.path, s.name, s.declared, s.missing)
+        twice.add(s.path, s.name, s.declared, s.missing, s.site)
         if s.missing:
             bad.setdefault(s.declared.field("name"),
                            (s.path, s.missing, s.declared.span_of("name")))
@@ -285,15 +293,35 @@ def named_parts(design: Design) -> Named:
 class _Twice:
     """The parts named as one before them was (E236): by the pattern that names the second,
     the first such part, the one it meets, and how many. A part named by its path meets none
-    (paths are distinct); one whose pattern lacks a placeholder (E235) is not counted."""
+    (paths are distinct); one whose pattern lacks a placeholder (E235) is not counted. Where an
+    inventory binds its rows by name (`global_`), every part's name is one the design has once;
+    else a name is compared where NetBox keeps it unique: a device's (a host's, a switch's)
+    with the devices of its site (dcim.Device; cables.csv names each end's site), a rack's with
+    the racks of its location (dcim.Rack: UniqueConstraint of location and name; devices.csv
+    names a device's rack with its site and location), and each with the other kind's of its
+    site: two sites laid out alike, or the racks of each row numbered from 1, are not E236."""
 
-    def __init__(self, by_name: Dict[str, str]):
+    def __init__(self, by_name: Dict[str, str], global_: bool):
         self.by_name = by_name            # name -> the first part's path (shared with Named)
+        self.global_ = global_
+        self.first: Dict[tuple, str] = {}    # (where it is one, name) -> the first's path
         self.declared: Dict[str, Any] = {}   # path -> the declaration naming it by a pattern
         self.groups: Dict[Any, list] = {}
 
-    def add(self, path: str, name: str, declared, missing) -> None:
-        first = self.by_name.setdefault(name, path)
+    def add(self, path: str, name: str, declared, missing, site: str,
+            location: Optional[tuple] = None) -> None:
+        """`location`: a rack's (its nearest hall, pod, row or block, in a tuple), None for a
+        device."""
+        self.by_name.setdefault(name, path)
+        if self.global_:
+            first = self.first.setdefault(("", name), path)
+        elif location is None:            # a device: its site's devices', else a rack's
+            first = self.first.setdefault(("device", site, name), path)
+            first = self.first.get(("rack", site, name), path) if first == path else first
+        else:                             # a rack: its location's racks', else a device's
+            first = self.first.setdefault((site, location, name), path)
+            first = self.first.get(("device", site, name), path) if first == path else first
+            self.first.setdefault(("rack", site, name), path)
         if declared is not None and isinstance(declared.field("name"), str):
             self.declared[path] = declared
         if first == path or missing:

@@ -9,7 +9,10 @@ netbox-community devicetype-library's format, interfaces included):
 
 Devices are named by the design's patterns or its inventory (analyses/inventory.py, fleet.py),
 else by their paths; every device's `description` is its model path, which an inventory of the
-exported devices can bind by (`columns { path = "description" }`). The interfaces of a device
+exported devices can bind by (`columns { path = "description" }`). A cable's ends name their
+sites beside their devices (`side_a_site`, `side_b_site`): NetBox's import finds a cable's
+device by its name in that site, and a device's name is unique per site only (an inventory
+may give a device of each site one name). The interfaces of a device
 come with its device type (NetBox makes them from the type's interface templates), so there is
 no interfaces.csv to import twice. A switch's interfaces are its tier's ports, p1.. its down
 ports, then its uplinks, then any the model has beyond them; a tier whose ports differ from the
@@ -29,8 +32,8 @@ from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
 from astral_dsl.outputs.netbox_csv import write_csv
 from astral_dsl.outputs.netbox_lengths import cable_bound, too_long
-from astral_dsl.outputs.netbox_names import distinct, same_device_name, same_maker, slug, \
-    slugs
+from astral_dsl.outputs.netbox_names import distinct, same_device_name, same_maker, \
+    same_panel_name, slug, slugs
 from astral_dsl.outputs.netbox_required import Assumed, feed_amperage, feed_utilization, \
     rack_height, rack_width, type_height, wrong_widths
 from astral_dsl.regularfile import created
@@ -53,15 +56,16 @@ INFINIBAND = {100e9: "infiniband-edr", 200e9: "infiniband-hdr", 400e9: "infiniba
 class Written:
     files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
     notes: Tuple[str, ...]
-    diagnostics: Tuple = ()     # E705, E706, E707: nothing was written (netbox_lengths, ...)
+    diagnostics: Tuple = ()     # E705-E708: nothing was written (netbox_lengths, _names, ...)
     warnings: Tuple = ()        # W707: a number NetBox requires that was assumed
 
 
 def write(design, directory: str, devices=None) -> Written:
     """Write the files below `directory` (created); `devices`: analyses.devices.Devices. A
     value longer than NetBox takes (E705), two devices of a site named alike but for case
-    (E706), or a rack width NetBox has no choice for (E707), is said instead, and nothing is
-    written; a number NetBox requires that the design does not state is assumed (W707)."""
+    (E706), a rack width NetBox has no choice for (E707), or two power panels of a site named
+    alike (E708), is said instead, and nothing is written; a number NetBox requires that the
+    design does not state is assumed (W707)."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
     by_path = {p.path: p for p in found}
@@ -84,6 +88,7 @@ def write(design, directory: str, devices=None) -> Written:
     refused += same_device_name(found, sws, names, devices, design.file)
     racks = [p for p in found if p.kind == "rack"]
     refused += wrong_widths(racks)
+    refused += same_panel_name(panels, by_path, design.file)
     if refused:
         return Written((), (), tuple(refused))
     os.makedirs(directory, exist_ok=True)
@@ -128,8 +133,9 @@ def write(design, directory: str, devices=None) -> Written:
                         "status", "site", "location", "rack", "position", "face",
                         "description"),
         _device_rows(hosts, sws, types, names, serial, tags, by_path))
-    out("cables.csv", ("side_a_device", "side_a_type", "side_a_name", "side_b_device",
-                       "side_b_type", "side_b_name", "status", "description"),
+    out("cables.csv", ("side_a_site", "side_a_device", "side_a_type", "side_a_name",
+                       "side_b_site", "side_b_device", "side_b_type", "side_b_name", "status",
+                       "description"),
         _cables(design, owners, names, by_path, notes))
     out("power_panels.csv", ("site", "location", "name", "description"), panels)
     out("power_feeds.csv", ("site", "power_panel", "name", "status", "type", "supply",
@@ -292,18 +298,21 @@ def _cables(design, owners, names, by_path, notes):
         if key not in ports:
             ports[key] = {(k, j): (name, f" nic {k} port {j} -- ")
                           for k, j, name in interface_names(host.instance, cache)}
-        interfaces, device = ports[key], names[path]
+        interfaces, device, site = ports[key], names[path], names[host.site]
         for nic, port, switch, switch_port in host_links_.links:
             if switch in names:
                 interface, between = interfaces[(nic, port)]
-                yield (device, "dcim.interface", interface, names[switch], "dcim.interface",
+                yield (site, device, "dcim.interface", interface, site, names[switch],
+                       "dcim.interface",
                        p_[switch_port] if 0 <= switch_port < PORTS else f"p{switch_port + 1}",
                        STATUS, path + between + switch)
     short: List = []
     for lower, lower_port, upper, upper_port in tier_links(design, owners, groups, short):
         if lower in names and upper in names:
             n = n_[lower_port] if 0 <= lower_port < PORTS else str(lower_port + 1)
-            yield (names[lower], "dcim.interface", "p" + n, names[upper], "dcim.interface",
+            site = names[lower.split(".", 1)[0]]        # (a fabric's switches: one site)
+            yield (site, names[lower], "dcim.interface", "p" + n, site, names[upper],
+                   "dcim.interface",
                    p_[upper_port] if 0 <= upper_port < PORTS else f"p{upper_port + 1}",
                    STATUS, f"{lower} port {n} -- {upper}")
     for s in short:

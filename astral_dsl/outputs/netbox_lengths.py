@@ -105,7 +105,7 @@ def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, 
                  "shorten the template's name (a device type is named after it)")
         seen.add(MANUFACTURER, t.manufacturer, inst.span_of("vendor"), inst.template,
                  "shorten its `vendor`")
-        for name, _kind in t.interfaces:
+        for name in (name for name, _kind in t.interfaces if len(name) > INTERFACE[1]):
             seen.add(INTERFACE, name, _nic_span(inst, name), inst.template,
                      "declare a shorter `name` pattern on its NICs (`name = \"eth{nic}\"`)")
     for path, device in (devices.by_path.items() if devices else ()):
@@ -118,18 +118,34 @@ def too_long(design, found, sws, names: Dict[str, str], types, devices, panels, 
         part = by_path.get(path)
         seen.add(PANEL, name, part.instance.span_of("name") if part else None, path,
                  _named_hint(part.instance) if part else PATTERN_HINT)
+    panel_of = {name: path for _site, _location, name, path in panels}
     for row in feeds:
         name, path = row[2], row[-1]
-        seen.add(FEED, name, None, path, "shorten the feeder's name")
-        seen.add(DESCRIPTION, path, None, path, _path_hint("feeder"))
+        span = _feeder_span(by_path.get(panel_of.get(row[1])), path)
+        seen.add(FEED, name, span, path, "shorten the feeder's name")
+        seen.add(DESCRIPTION, path, span, path, _path_hint("feeder"))
     longest, rows = cables()
     if longest > DESCRIPTION[1]:
         for row in rows():
-            first = row[7].split(" ", 1)[0]
+            first = row[-1].split(" ", 1)[0]
             part = by_path.get(first)
-            seen.add(DESCRIPTION, row[7], part.instance.span if part else None, first,
+            seen.add(DESCRIPTION, row[-1], part.instance.span if part else None, first,
                      "a cable's description names its two ends' paths: " + _path_hint("cable"))
     return seen.diagnostics(design.file)
+
+
+def _feeder_span(part, path: str):
+    """The declaration of the feeder at `path` (`PART.feeder`, `PART.power.feeder`) of the part
+    whose panel feeds it (None: no part)."""
+    if part is None:
+        return None
+    inst = part.instance
+    for name in path[len(part.path) + 1:].split("."):
+        inner = inst.member(name)
+        if inner is None or not hasattr(inner, "span"):
+            return inst.span
+        inst = inner
+    return inst.span
 
 
 def _path_hint(kind: str) -> str:
@@ -139,13 +155,10 @@ def _path_hint(kind: str) -> str:
 
 def _nic_span(host, interface: str):
     """The span of the NIC pattern that names `interface` on `host`, else the host's."""
-    for m in host.members:
-        value = m.value
-        items = [i for _, i in value.flat()] if hasattr(value, "flat") else [value]
-        for nic in items:
-            if getattr(nic, "kind", None) == "nic" and isinstance(nic.field("name"), str):
-                return nic.span_of("name")
-    return host.span
+    from astral_dsl.analyses.inventory import name_of_nic
+
+    nic = name_of_nic(host, interface)
+    return nic.span_of("name") if nic is not None else host.span
 
 
 def row_span(device):

@@ -18,7 +18,8 @@ note; they were two manufacturers (`nvidia`, `nvidia-2`), the devices of each un
 
 A device's name is the design's or its inventory's and is not renamed (an inventory binds by
 it): two devices of a site whose names NetBox holds as one, whatever their case, are E706
-(same_device_name), and nothing is written."""
+(same_device_name), and nothing is written; so are two power panels of a site named alike
+(E708, same_panel_name: a panel is named after the part that declares its feeders)."""
 from __future__ import annotations
 
 import re
@@ -110,6 +111,20 @@ def distinct(types: Dict[object, "DeviceType"], makers: Dict[str, str],
     return {key: renamed[t] for key, t in types.items()}
 
 
+def _alike(rows, said_at) -> Dict[object, list]:
+    """`rows`: (key, path, *more); for each row whose key a row before it had, grouped by where
+    it is said (`said_at(path, *more)`: (span, what the message needs)): [its path, the first
+    row's path, what the message needs, how many rows] of the first such row of each span."""
+    first: Dict[object, str] = {}
+    groups: Dict[object, list] = {}
+    for key, path, *more in rows:
+        other = first.setdefault(key, path)
+        if other != path:
+            span, said = said_at(path, *more)
+            groups.setdefault(span, [path, other, said, 0])[3] += 1
+    return groups
+
+
 def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
     """E706 for a device named as another of its site but for case: NetBox 4.7.3 keeps a
     device's name unique per site and tenant whatever its case (dcim/models/devices.py, Device:
@@ -122,22 +137,19 @@ def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
     from astral_dsl.diagnostics import Diagnostic, Severity
     from astral_dsl.outputs.netbox_lengths import row_span
 
-    first: Dict[tuple, str] = {}
-    groups: Dict[object, list] = {}
-    written = [(p.path, p.site, p.instance) for p in found if p.kind == "host"] \
-        + [(s.path, s.site, s.declared) for s in sws if s.model is not None]
-    for path, site, declared in written:
-        other = first.setdefault((site, names[path].lower()), path)
-        if other == path:
-            continue
+    def said_at(path, site, declared):
         row = devices.by_path.get(path) if devices else None
         row = row if row is not None and row.file is not None else None   # (a pattern's)
         span = row_span(row) if row is not None else \
             declared.span_of("name") if declared is not None else None
-        entry = groups.setdefault(span, [path, other, site, row is not None, 0])
-        entry[4] += 1
+        return span, (site, row is not None)
+
+    written = [(p.path, p.site, p.instance) for p in found if p.kind == "host"] \
+        + [(s.path, s.site, s.declared) for s in sws if s.model is not None]
+    groups = _alike((((site, names[path].lower()), path, site, declared)
+                     for path, site, declared in written), said_at)
     out = []
-    for span, (path, other, site, by_row, count) in groups.items():
+    for span, (path, other, (site, by_row), count) in groups.items():
         more = f"; {count - 1:,} more like it" if count > 1 else ""
         out.append(Diagnostic(
             "E706", Severity.ERROR, f"`{names[path]}` ({path}) and `{names[other]}` ({other}) "
@@ -151,4 +163,32 @@ def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
     return out
 
 
-__all__ = ["distinct", "same_device_name", "same_maker", "slug", "slugs"]
+def same_panel_name(panels, by_path, file) -> List:
+    """E708 for a power panel named as another of its site: the export names a part's panel
+    after the part (`row0 power`: netbox._power), and NetBox 4.7.3 keeps a panel's name unique
+    per site (dcim/models/power.py, PowerPanel: `UniqueConstraint(fields=('site', 'name'))`):
+    the rows of each pod named `row{row}` gave two panels `row0 power`, and its import refused
+    the second. `panels`: (site, location, name, the part's path) rows; one E708 per pattern
+    (or declaration) naming the second part, with the first pair and how many more."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    def said_at(path, site, name):
+        part = by_path.get(path)
+        return part.instance.span_of("name") if part is not None else None, (site, name)
+
+    groups = _alike((((site, name), path, site, name) for site, _location, name, path in panels),
+                    said_at)
+    out = []
+    for span, (path, other, (site, name), count) in groups.items():
+        more = f"; {count - 1:,} more like it" if count > 1 else ""
+        out.append(Diagnostic(
+            "E708", Severity.ERROR, f"the power panel `{name}` of {path} is the panel of "
+            f"{other} too, in site {site}{more}: NetBox keeps a power panel's name unique per "
+            "site (dcim.PowerPanel: UniqueConstraint of site and name), and its import would "
+            "refuse the second", span,
+            "a panel is named after the part that declares its feeders: tell the parts' names "
+            "apart in their site (`name = \"row{pod}-{row}\"`)", file=file))
+    return out
+
+
+__all__ = ["distinct", "same_device_name", "same_maker", "same_panel_name", "slug", "slugs"]

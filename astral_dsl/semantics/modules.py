@@ -301,7 +301,8 @@ def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
     does not change: syntax/astcache.py); a user's file from the same cache when this text
     parsed cleanly before, else parsed with error recovery (and cached when it has no error
     and was read from disk: an editor's unsaved buffers, read through the language server's
-    own reader, would fill the cache with texts never seen again)."""
+    own reader, would fill the cache with texts never seen again); a user's file shorter than
+    UNCACHED_BELOW is parsed, never cached."""
     from astral_dsl.syntax import astcache
 
     if is_stdlib:
