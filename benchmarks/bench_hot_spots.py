@@ -22,7 +22,11 @@ system of this process, `time.process_time`), the median of RUNS runs after one 
 - `token count`: syntax/parser.count_tokens (the bound every text past 250,000 characters is
   held to before it is parsed: E108) of a text of the formatter's 16 MiB cap that is one
   statement and blanks (tests/test_cli_robust.py's `astral fmt -`), and of the reference
-  design 40 times over (539,000 characters of ordinary text).
+  design 40 times over (539,000 characters of ordinary text);
+- `small files compiled`: astral_dsl.compile of 100 distinct designs of 300-2,000 characters
+  from disk (a suite's or a sweep's own files), then of the same again, in a process that has
+  Lark imported, with a user cache of its own: under semantics/modules.SMALL_TREE characters
+  each is parsed, its tree neither looked up nor written.
 """
 from __future__ import annotations
 
@@ -97,6 +101,30 @@ def main(argv) -> None:
     for name, text in (("one statement and blanks", blanks), ("the reference x 40", ordinary)):
         print(f"token count of {len(text):,} characters, {name}: "
               f"{_median(lambda: count_tokens(text, MAX_TOKENS)):.3f} s")
+
+    _small_files()
+
+
+def _small_files() -> None:
+    import tempfile
+
+    import astral_dsl
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["ASTRAL_CACHE_DIR"] = str(Path(tmp) / "cache")
+        paths = []
+        for i in range(100):
+            racks = "".join(f"    rack r{j} {{ power = {j + 1} kW }}\n" for j in range(i % 50))
+            path = Path(tmp) / f"d{i}.astral"
+            path.write_text(f"// design {i}\nsite S {{\n    power = {i + 100} kW\n{racks}}}\n",
+                            encoding="utf-8")
+            paths.append(str(path))
+        astral_dsl.compile(str(ROOT / "examples" / "tutorial_rack.astral"))   # Lark imported
+        sizes = [os.path.getsize(p) for p in paths]
+        first = _cpu(lambda: [astral_dsl.compile(p).design for p in paths])
+        again = _cpu(lambda: [astral_dsl.compile(p).design for p in paths])
+        del os.environ["ASTRAL_CACHE_DIR"]
+    print(f"small files compiled ({len(paths)} of {min(sizes):,}-{max(sizes):,} characters): "
+          f"first {first:.3f} s, again {again:.3f} s")
 
 
 if __name__ == "__main__":

@@ -621,8 +621,10 @@ def test_the_users_cached_trees_are_bounded(cache, monkeypatch):
     from astral_dsl.syntax.source import Source
 
     monkeypatch.setattr(astcache, "USER_ENTRIES", 3)
+    # files of SMALL_TREE characters or more: a process with Lark imported keeps only those
+    padding = "// a line of padding\n" * (modules.SMALL_TREE // 21 + 1)
     for i in range(8):
-        modules._parse_source(Source(f"f{i}.astral", f"param p{i} = {i}\n"), False)
+        modules._parse_source(Source(f"f{i}.astral", f"param p{i} = {i}\n{padding}"), False)
     assert len(list(cache.glob("astu-*.json"))) == 3
 
 

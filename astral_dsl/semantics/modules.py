@@ -6,6 +6,7 @@ entry file's folder). Nothing outside the project and the stdlib can be imported
 included), and an import cycle is a diagnostic."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -287,12 +288,28 @@ class ModuleLoader:
         self.diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, hint))
 
 
+# A user's file of fewer characters than this, in a process that has Lark imported already (a
+# language server, a sweep, a test suite: what the tree cache saves a start, importing Lark, is
+# spent), is parsed, its cache entry neither read nor written: Lark parses 2,000 characters in
+# about a millisecond, about what writing its entry costs (the entry, the folder pruned: ~1 ms),
+# and reading one back saves a fraction of that (benchmarks/bench_hot_spots.py: 100 such files
+# compiled twice). (Here, not in syntax/astcache.py, whose source keys the shipped trees.)
+SMALL_TREE = 2048
+
+
+def worth_caching(source) -> bool:
+    """Whether a user's file's tree is read from and written to the per-user cache (decided
+    before it is parsed, which imports Lark)."""
+    return len(source.text) >= SMALL_TREE or "lark" not in sys.modules
+
+
 def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
     """(tree, syntax errors): a stdlib module's tree from the per-user cache (it is shipped and
     does not change: syntax/astcache.py); a user's file from the same cache when this text
     parsed cleanly before, else parsed with error recovery (and cached when it has no error
     and was read from disk: an editor's unsaved buffers, read through the language server's
-    own reader, would fill the cache with texts never seen again)."""
+    own reader, would fill the cache with texts never seen again; nor a small file once Lark
+    is imported, which parses it faster: worth_caching)."""
     from astral_dsl.syntax import astcache
 
     if is_stdlib:
@@ -306,7 +323,7 @@ def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
         except DiagnosticError:
             pass                       # its errors, all of them, from parse_all
         return parse_all(source)
-    if not from_disk:
+    if not from_disk or not worth_caching(source):
         return parse_all(source)
     tree, entry = astcache.cached(source)
     if tree is not None:
