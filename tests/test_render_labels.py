@@ -66,9 +66,19 @@ def test_a_name_past_dots_longest_string_is_cut_in_the_tooltips_and_drawn():
         drawing = render(checked.design, view, None, None, checked)
         assert layout(drawing, "svg").startswith(b"<?xml")
     # escapes are kept whole: a backslash is four bytes, `&` five, a quote two as quoted, é two
+    # graphviz quotes a text that is no DOT ID and holds no `"` as itself in double quotes (its
+    # regex rewrites only a quote and the backslashes before it), as a short run of the
+    # backslashes' tooltip shows: that one, 16,000 backslashes, is quoted so here, not by the
+    # regex, quadratic in a run of backslashes (about 3 s of CPU); the others by graphviz
+    short = dot_tooltip("\\" * 300)
+    assert graphviz.quoting.quote(short) == f'"{short}"'
     for unit in ("\\", "&", '"', "é", "ab\ncd"):
         tip = dot_tooltip(unit * 40_000)
-        quoted = graphviz.quoting.quote(tip)
+        if unit == "\\":
+            assert '"' not in tip and set(tip) == {"\\", "…"}
+            quoted = f'"{tip}"'
+        else:
+            quoted = graphviz.quoting.quote(tip)
         assert len(quoted.encode()) <= MAX_QUOTED + 8 and tip.endswith("…"), (unit, len(quoted))
         # the line `g.node("a", tooltip=tip)` writes, from the quoted text above: graphviz's
         # quoting is quadratic in a run of backslashes (its regex for unescaped quotes), 16,000
