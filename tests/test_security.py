@@ -621,14 +621,15 @@ def test_the_users_cached_trees_are_bounded(cache, monkeypatch):
     from astral_dsl.syntax.source import Source
 
     monkeypatch.setattr(astcache, "USER_ENTRIES", 3)
-    pad = "// " + "x" * modules.UNCACHED_BELOW + "\n"            # long enough to be cached
+    # files of SMALL_TREE characters or more: a process with Lark imported keeps only those
+    padding = "// a line of padding\n" * (modules.SMALL_TREE // 21 + 1)
     for i in range(8):
-        modules._parse_source(Source(f"f{i}.astral", f"param p{i} = {i}\n{pad}"), False)
+        modules._parse_source(Source(f"f{i}.astral", f"param p{i} = {i}\n{padding}"), False)
     assert len(list(cache.glob("astu-*.json"))) == 3
 
 
 def test_a_small_file_is_parsed_not_cached(cache):
-    """Below modules.UNCACHED_BELOW characters a parse costs less than reading a tree back and much
+    """Below modules.SMALL_TREE characters, once Lark is imported, a parse costs less than reading a tree back and much
     less than a miss's write: such a file never gets an entry, and parses the same."""
     from astral_dsl.semantics import modules
     from astral_dsl.syntax import astcache

@@ -6,6 +6,7 @@ entry file's folder). Nothing outside the project and the stdlib can be imported
 included), and an import cycle is a diagnostic."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -287,13 +288,19 @@ class ModuleLoader:
         self.diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, hint))
 
 
-# A user's file shorter than this is parsed, not cached (syntax/astcache.py `cached`/`store`):
-# below ~2,000 characters a parse costs under ~2 ms of CPU and reading its tree back about as
-# much (0.08 vs 0.03 ms at 15 characters, 0.37 vs 0.61 ms at 490), while a miss pays the parse
-# plus 0.5-1.3 ms writing and pruning an entry: the cache saves at most a fraction of a
-# millisecond on such files and can cost several (measured at stop 67 on files of 1-100
-# constant lines).
-UNCACHED_BELOW = 2_000
+# A user's file of fewer characters than this, in a process that has Lark imported already (a
+# language server, a sweep, a test suite: what the tree cache saves a start, importing Lark, is
+# spent), is parsed, its cache entry neither read nor written: Lark parses 2,000 characters in
+# about a millisecond, about what writing its entry costs (the entry, the folder pruned: ~1 ms),
+# and reading one back saves a fraction of that (benchmarks/bench_hot_spots.py: 100 such files
+# compiled twice). (Here, not in syntax/astcache.py, whose source keys the shipped trees.)
+SMALL_TREE = 2048
+
+
+def worth_caching(source) -> bool:
+    """Whether a user's file's tree is read from and written to the per-user cache (decided
+    before it is parsed, which imports Lark)."""
+    return len(source.text) >= SMALL_TREE or "lark" not in sys.modules
 
 
 def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
@@ -301,8 +308,8 @@ def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
     does not change: syntax/astcache.py); a user's file from the same cache when this text
     parsed cleanly before, else parsed with error recovery (and cached when it has no error
     and was read from disk: an editor's unsaved buffers, read through the language server's
-    own reader, would fill the cache with texts never seen again); a user's file shorter than
-    UNCACHED_BELOW is parsed, never cached."""
+    own reader, would fill the cache with texts never seen again; nor a small file once Lark
+    is imported, which parses it faster: worth_caching)."""
     from astral_dsl.syntax import astcache
 
     if is_stdlib:
@@ -316,7 +323,7 @@ def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
         except DiagnosticError:
             pass                       # its errors, all of them, from parse_all
         return parse_all(source)
-    if not from_disk or len(source.text) < UNCACHED_BELOW:
+    if not from_disk or not worth_caching(source):
         return parse_all(source)
     tree, entry = astcache.cached(source)
     if tree is not None:

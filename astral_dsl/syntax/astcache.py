@@ -7,8 +7,9 @@ JSON, keyed by the module's text, the grammar, the Lark version and the source o
 of its builder, so that any change to one of them parses afresh. An entry is data: it can only
 name the node classes of syntax/ast.py, and anything malformed is parsed again.
 
-The user's own files of UNCACHED_BELOW characters or more (semantics/modules.py: a shorter one
-parses in about the time its entry is read back) are cached the same way once they parse
+The user's own files (in a process that has Lark imported already, only those of SMALL_TREE
+characters or more: semantics/modules.py worth_caching, a shorter one parses in about the time
+its entry is read back) are cached the same way once they parse
 without an error (`cached` and `store`: a file with syntax errors is always parsed, its errors
 recovered): `astral check` in a
 loop, CI on an unchanged design and the editor on reopening skip Lark's parse (~100 ms for the

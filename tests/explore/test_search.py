@@ -626,3 +626,15 @@ def test_sure_fit_on_a_gpu_without_memory_does_not_claim_the_rows_fit(tmp_path):
     (line,) = [ln for ln in search_out.summary(result) if "--sure-fit" in ln]
     assert line == ("  --sure-fit: the GPU `NoMem` declares no `memory`: no estimate could be "
                     "held to it, none was left out (the rows are not sure to fit)")
+
+
+def test_a_configurations_family_is_it_without_micro_batch_and_zero_stage():
+    """Config.family, made field by field: every other field kept, whatever Config holds."""
+    from astral_dsl.explore.search.space import Config
+
+    c = Config(gpus=64, tp=2, pp=4, dp=8, cp=2, ep=4, v=2, micro=4, recompute="full", zero=1,
+               stages=(10, 12, 12, 10))
+    assert [f.name for f in attrs.fields(Config)] == [
+        "gpus", "tp", "pp", "dp", "cp", "ep", "v", "micro", "recompute", "zero", "stages"]
+    assert all(getattr(c, f.name) != f.default for f in attrs.fields(Config))
+    assert c.family() == attrs.evolve(c, micro=0, zero=0)

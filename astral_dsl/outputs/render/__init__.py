@@ -21,6 +21,7 @@ from typing import Optional
 import graphviz
 
 from astral_dsl.outputs.render.context import RenderError, build as build_context, render_error
+from astral_dsl.outputs.render.laid import laid_out
 from astral_dsl.outputs.render.names import locate
 from astral_dsl.regularfile import output
 
@@ -81,7 +82,9 @@ def dot_available() -> bool:
 def layout(digraph: graphviz.Digraph, fmt: str, dpi: Optional[int] = None) -> bytes:
     """The picture in `fmt` (svg, png, pdf) laid out by `dot`, or the DOT text for `dot`.
     Raises RenderError: E700 without `dot`, E701 when the Graphviz installed fails (a format it
-    lacks, a crash); RuntimeError (an internal error) when `dot` cannot read what astral drew."""
+    lacks, a crash); RuntimeError (an internal error) when `dot` cannot read what astral drew.
+    A picture laid out before in this process by the same `dot` is not laid out again
+    (laid.py)."""
     if fmt == "dot":
         return digraph.source.encode("utf-8")
     if not dot_available():
@@ -92,7 +95,8 @@ def layout(digraph: graphviz.Digraph, fmt: str, dpi: Optional[int] = None) -> by
         g = digraph.copy()
         g.graph_attr["dpi"] = str(dpi)
     try:
-        return g.pipe(format=fmt, engine="dot", quiet=True)
+        return laid_out(g.source, fmt, dpi,
+                        lambda: g.pipe(format=fmt, engine="dot", quiet=True))
     except BrokenPipeError:
         # `dot` stopped reading the DOT text before its end: it refused what astral drew, as
         # below (this went up to the command, which took it for its own output's reader gone:
