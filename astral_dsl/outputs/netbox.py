@@ -20,7 +20,8 @@ model's own (200 Gb/s breakouts of a 400 Gb/s switch) gets a device type of its 
 after the model and its tiers. The numbers NetBox requires are written from the design (a
 rack's `width` and `units`, a device type's `units`, a feed's `voltage`, amperage and
 `max_utilization`), derived from it where the physics says so, or assumed with W707 at the
-declaration (netbox_required.py); netbox_csv.py writes the CSV files. Same design, same files,
+declaration (netbox_required.py); netbox_power.py makes the power panels and feeds,
+netbox_csv.py writes the CSV files. Same design, same files,
 byte for byte."""
 from __future__ import annotations
 
@@ -30,16 +31,16 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
-from astral_dsl.outputs.netbox_csv import write_csv
+from astral_dsl.outputs.netbox_csv import STATUS, write_csv
 from astral_dsl.outputs.netbox_lengths import cable_bound, too_long
 from astral_dsl.outputs.netbox_names import distinct, same_device_name, same_maker, \
     same_panel_name, slug, slugs
-from astral_dsl.outputs.netbox_required import Assumed, feed_amperage, feed_utilization, \
-    rack_height, rack_width, type_height, wrong_widths
+from astral_dsl.outputs.netbox_power import power
+from astral_dsl.outputs.netbox_required import Assumed, rack_height, rack_width, type_height, \
+    wrong_widths
 from astral_dsl.regularfile import created
 from astral_dsl.units import Quantity
 
-STATUS = "planned"
 UNSPECIFIED = "Unspecified"      # a device type whose template declares no `vendor`
 ROLES = {"host": ("GPU server", "gpu-server", "4caf50"), "switch": ("Switch", "switch",
                                                                       "2196f3")}
@@ -79,7 +80,7 @@ def write(design, directory: str, devices=None) -> Written:
     types = same_maker(_device_types(hosts, sws, said), named_apart)
     makers = slugs(t.manufacturer for t in types.values())
     types = distinct(types, makers, named_apart)
-    panels, feeds = _power(design, found, names, said)
+    panels, feeds = power(design, found, names, said)
     made = {id(t): (inst, t) for inst, t in [(p.instance, types[id(p.instance)]) for p in hosts]
             + [(s.model, types[_switch_key(s)]) for s in sws if s.model is not None]}
     refused = too_long(design, found, sws, names, made.values(), devices, panels, feeds,
@@ -327,54 +328,6 @@ PORTS = 4096        # switch ports whose names are made once (the reference's ha
 def port_labels() -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     """The names of switch ports 0 .. PORTS - 1: `pN` and `N` (N from 1)."""
     return tuple(f"p{i + 1}" for i in range(PORTS)), tuple(str(i + 1) for i in range(PORTS))
-
-
-def _power(design, found: List[Part], names, said) -> Tuple[List[tuple], List[tuple]]:
-    """A power panel for each part replica that declares feeders, a power feed for each of its
-    feeders (N of a feeder with `count = N`)."""
-    panels, feeds = [], []
-    by_path = {i.path: i for i in design.instances}
-    for p in found:
-        feeders = []
-        for m in p.instance.members:          # its feeders, and those of its power systems
-            if _kind(m.value) == "feeder":
-                feeders.append((m.name, m.value))
-            elif _kind(m.value) == "power":
-                feeders += [(f"{m.name}.{x.name}", x.value) for x in m.value.members
-                            if _kind(x.value) == "feeder"]
-        if not feeders:
-            continue
-        panel = f"{names[p.path]} power"
-        panels.append((names[p.site], names[p.location] if p.location else "", panel, p.path))
-        for name, feeder in feeders:
-            count = feeder.field("count")
-            n = int(count.si) if isinstance(count, Quantity) else 1
-            for i in range(n):
-                side = getattr(feeder.field("side"), "name", None)
-                current = getattr(feeder.field("current"), "name", None)
-                phases = feeder.field("phases")
-                voltage = feeder.field("voltage")
-                feeds.append((
-                    names[p.site], panel, f"{name}" + (f"-{i + 1}" if n > 1 else ""), STATUS,
-                    "redundant" if side == "B" else "primary", current or "",
-                    _phase(current, phases),
-                    f"{voltage.si:g}" if isinstance(voltage, Quantity) else "",
-                    feed_amperage(feeder, by_path, said), feed_utilization(feeder, said),
-                    f"{p.path}.{name}"))
-    return panels, feeds
-
-
-def _phase(current: Optional[str], phases) -> str:
-    """NetBox's `phase` of a feed: as declared; an AC feeder without `phases` three-phase, as the
-    analyses take it (analyses/conductors.py, W621 says so at check); a DC feed single-phase,
-    NetBox's default (phase has no meaning for it)."""
-    if isinstance(phases, Quantity):
-        return "three-phase" if phases.si == 3 else "single-phase"
-    return "single-phase" if current == "dc" else "three-phase"
-
-
-def _kind(value) -> Optional[str]:
-    return getattr(value, "kind", None)
 
 
 def _yaml(t: DeviceType) -> str:

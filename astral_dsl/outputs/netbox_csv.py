@@ -9,6 +9,8 @@ from typing import Iterable, List, Optional, Sequence
 
 from astral_dsl.regularfile import created
 
+STATUS = "planned"          # every row's `status`: the design is a plan
+
 
 def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence]) -> int:
     """Write rows as CSV, streamed; the number of rows."""
