@@ -20,8 +20,9 @@ model's own (200 Gb/s breakouts of a 400 Gb/s switch) gets a device type of its 
 after the model and its tiers. The numbers NetBox requires are written from the design (a
 rack's `width` and `units`, a device type's `units`, a feed's `voltage`, amperage and
 `max_utilization`), derived from it where the physics says so, or assumed with W707 at the
-declaration (netbox_required.py); netbox_power.py makes the power panels and feeds,
-netbox_csv.py writes the CSV files. Same design, same files,
+declaration (netbox_required.py), and checked against the bounds of NetBox's fields
+(netbox_ranges.py: E709); netbox_power.py makes the power panels and feeds, netbox_csv.py writes
+the CSV files. Same design, same files,
 byte for byte."""
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from astral_dsl.outputs.netbox_lengths import cable_bound, too_long
 from astral_dsl.outputs.netbox_names import distinct, same_device_name, same_maker, \
     same_panel_name, slug, slugs
 from astral_dsl.outputs.netbox_power import power
+from astral_dsl.outputs.netbox_ranges import Bounds
 from astral_dsl.outputs.netbox_required import Assumed, rack_height, rack_width, type_height, \
     wrong_widths
 from astral_dsl.regularfile import created
@@ -57,16 +59,17 @@ INFINIBAND = {100e9: "infiniband-edr", 200e9: "infiniband-hdr", 400e9: "infiniba
 class Written:
     files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
     notes: Tuple[str, ...]
-    diagnostics: Tuple = ()     # E705-E708: nothing was written (netbox_lengths, _names, ...)
+    diagnostics: Tuple = ()     # E705-E709: nothing was written (netbox_lengths, _names, ...)
     warnings: Tuple = ()        # W707: a number NetBox requires that was assumed
 
 
 def write(design, directory: str, devices=None) -> Written:
     """Write the files below `directory` (created); `devices`: analyses.devices.Devices. A
     value longer than NetBox takes (E705), two devices of a site named alike but for case
-    (E706), a rack width NetBox has no choice for (E707), or two power panels of a site named
-    alike (E708), is said instead, and nothing is written; a number NetBox requires that the
-    design does not state is assumed (W707)."""
+    (E706), a rack width NetBox has no choice for (E707), two power panels of a site named
+    alike (E708), or a number outside the range of its NetBox field (E709, netbox_ranges.py), is
+    said instead, and nothing is written; a number NetBox requires that the design does not
+    state is assumed (W707)."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
     by_path = {p.path: p for p in found}
@@ -80,16 +83,25 @@ def write(design, directory: str, devices=None) -> Written:
     types = same_maker(_device_types(hosts, sws, said), named_apart)
     makers = slugs(t.manufacturer for t in types.values())
     types = distinct(types, makers, named_apart)
-    panels, feeds = power(design, found, names, said)
+    bounds = Bounds()
+    panels, feeds = power(design, found, names, said, bounds)
     made = {id(t): (inst, t) for inst, t in [(p.instance, types[id(p.instance)]) for p in hosts]
             + [(s.model, types[_switch_key(s)]) for s in sws if s.model is not None]}
+    for inst, t in made.values():
+        bounds.device_type(inst, t.u_height)
+    racks = [p for p in found if p.kind == "rack"]
+    tops = _tops(hosts)
+    sizes = [(rack_width(p.instance, said), rack_height(p.instance, tops.get(p.path), said))
+             for p in racks]
+    for p, (_width, height) in zip(racks, sizes):
+        bounds.rack(p.instance, height)
     refused = too_long(design, found, sws, names, made.values(), devices, panels, feeds,
                        lambda: (cable_bound(found, sws), lambda: _cables(design, owners, names,
                                                                          by_path, [])))
     refused += same_device_name(found, sws, names, devices, design.file)
-    racks = [p for p in found if p.kind == "rack"]
     refused += wrong_widths(racks)
     refused += same_panel_name(panels, by_path, design.file)
+    refused += bounds.diagnostics(design.file)
     if refused:
         return Written((), (), tuple(refused))
     os.makedirs(directory, exist_ok=True)
@@ -105,11 +117,9 @@ def write(design, directory: str, devices=None) -> Written:
     out("locations.csv", ("site", "parent", "name", "slug", "status", "description"),
         ((names[p.site], names[_up(p, by_path)] if _up(p, by_path) else "", names[p.path],
           places[p.path], STATUS, p.path) for p in locations))
-    tops = _tops(hosts)
     out("racks.csv", ("site", "location", "name", "status", "width", "u_height", "description"),
         ((names[p.site], names[p.location] if p.location else "", names[p.path], STATUS,
-          rack_width(p.instance, said), rack_height(p.instance, tops.get(p.path), said), p.path)
-         for p in racks))
+          width, height, p.path) for p, (width, height) in zip(racks, sizes)))
     notes += named_apart
     kinds = sorted({t.slug: t for t in types.values()}.values(), key=lambda t: t.slug)
     unnamed = sorted(t.model for t in kinds if t.manufacturer == UNSPECIFIED)

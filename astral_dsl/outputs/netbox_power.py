@@ -1,6 +1,6 @@
 """The power panels and feeds of `astral export --netbox` (netbox.py): a panel for each part
 replica that declares feeders, a feed for each of its feeders, with the numbers NetBox requires
-(netbox_required.py)."""
+(netbox_required.py) checked against its bounds (netbox_ranges.py)."""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -11,9 +11,9 @@ from astral_dsl.outputs.netbox_required import feed_amperage, feed_utilization
 from astral_dsl.units import Quantity
 
 
-def power(design, found: List[Part], names, said) -> Tuple[List[tuple], List[tuple]]:
+def power(design, found: List[Part], names, said, bounds) -> Tuple[List[tuple], List[tuple]]:
     """A power panel for each part replica that declares feeders, a power feed for each of its
-    feeders (N of a feeder with `count = N`)."""
+    feeders (N of a feeder with `count = N`); `bounds` checks each feed's numbers."""
     panels, feeds = [], []
     by_path = {i.path: i for i in design.instances}
     for p in found:
@@ -36,13 +36,14 @@ def power(design, found: List[Part], names, said) -> Tuple[List[tuple], List[tup
                 current = getattr(feeder.field("current"), "name", None)
                 phases = feeder.field("phases")
                 voltage = feeder.field("voltage")
+                volts = f"{voltage.si:g}" if isinstance(voltage, Quantity) else ""
+                amperage = feed_amperage(feeder, by_path, said)
+                bounds.feed(feeder, volts, amperage)
                 feeds.append((
                     names[p.site], panel, f"{name}" + (f"-{i + 1}" if n > 1 else ""), STATUS,
                     "redundant" if side == "B" else "primary", current or "",
-                    phase(current, phases),
-                    f"{voltage.si:g}" if isinstance(voltage, Quantity) else "",
-                    feed_amperage(feeder, by_path, said), feed_utilization(feeder, said),
-                    f"{p.path}.{name}"))
+                    phase(current, phases), volts, amperage,
+                    feed_utilization(feeder, said), f"{p.path}.{name}"))
     return panels, feeds
 
 

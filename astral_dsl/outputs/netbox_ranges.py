@@ -1,0 +1,134 @@
+"""The numbers NetBox bounds, checked before `astral export --netbox` writes a file (netbox.py):
+a number the export would write that NetBox's import refuses is E709, and nothing is written
+(as E705 does for lengths). Read from NetBox 4.7.3 (the `netbox` wheel on PyPI; see
+tests/fixtures/netbox/README.md), for every numeric column the export writes:
+
+- racks.csv `u_height`: `RackImportForm` takes it as a form IntegerField (whole units), and
+  dcim/models/racks.py `Rack.u_height` (a PositiveSmallIntegerField) has MinValueValidator(1)
+  and MaxValueValidator(RACK_U_HEIGHT_MAX), 100 (dcim/constants.py);
+- device_types.csv `u_height`: dcim/models/devices.py `DeviceType.u_height` is a DecimalField of
+  max_digits=4, decimal_places=1 (at most 999.9), and `DeviceType.clean()` refuses a height that
+  is not in increments of 0.5 U;
+- power_feeds.csv `voltage`: dcim/models/power.py `PowerFeed.voltage` is a SmallIntegerField
+  (whole volts, at most 32,767: Django's range for it) with ExclusionValidator([0]); `amperage`
+  a PositiveSmallIntegerField (at most 32,767) with MinValueValidator(1) (netbox_required.py
+  writes at least 1 A); `max_utilization` 1 to 100, which E309 bounds at check time;
+- devices.csv `position`: `Device.position` is a DecimalField (4, 1) from 1 to 100.5 in
+  increments of 0.5, and `Device.clean()` refuses a position for a 0 U device type. A host's
+  position is 1 plus the heights of the hosts below it in its rack (analyses/inventory.py), so
+  with its rack's height whole and at most 100 U (here; E632 at check time keeps the hosts within
+  it) and its hosts' heights in half units (here), it is in NetBox's range, but for a 0 U host,
+  which NetBox mounts at no unit.
+
+A rack's `width` is E707 (netbox_required.py). One E709 is said for each field of each
+declaration, with the first value of its replicas that NetBox refuses and how many more."""
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Dict, List
+
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.outputs.netbox_required import _name
+
+RACK_U_MAX = 100              # dcim/constants.py RACK_U_HEIGHT_MAX
+SMALL = 32767                 # the largest a (Positive)SmallIntegerField holds
+TYPE_U_BELOW = Decimal(1000)  # DeviceType.u_height: DecimalField(max_digits=4, decimal_places=1)
+HALF = Decimal("0.5")
+_WHOLE = re.compile(r"[0-9]+")
+
+
+class Bounds:
+    """The values NetBox refuses, grouped by (declaration, field): the first of each, and how
+    many."""
+
+    def __init__(self):
+        self.groups: Dict[tuple, list] = {}
+
+    def _add(self, inst, field: str, message: str, span, hint: str) -> None:
+        entry = self.groups.setdefault((id(inst), field), [message, span, hint, 0])
+        entry[3] += 1
+
+    def rack(self, inst, text: str) -> None:
+        """racks.csv's `u_height` of a replica of rack `inst`."""
+        if _whole(text) and 1 <= int(text) <= RACK_U_MAX:
+            return
+        declared = inst.field("units") is not None
+        what = f"is {text} U tall" if declared else \
+            f"declares no `units`, and the hosts it holds reach {text} U"
+        self._add(inst, "units",
+                  f"rack `{_name(inst)}` {what}: NetBox takes a rack's height as a whole number "
+                  f"of units from 1 to {RACK_U_MAX} (dcim.Rack.u_height), and its import would "
+                  f"refuse the rack", inst.span_of("units") if declared else inst.span,
+                  f"declare the rack's height in whole rack units from 1 to {RACK_U_MAX}, e.g. "
+                  f"`units = 48 U`" if declared else
+                  f"hold fewer hosts in the rack: NetBox's racks are at most {RACK_U_MAX} U")
+
+    def device_type(self, inst, text: str) -> None:
+        """device_types.csv's `u_height` of the device type made from host or switch `inst`."""
+        try:
+            value = Decimal(text)
+        except InvalidOperation:
+            value = None
+        if value is not None and 0 <= value < TYPE_U_BELOW and not value % HALF:
+            return
+        self._add(inst, "units",
+                  f"{inst.kind} `{_name(inst)}` is {text} U tall: NetBox takes a device type's "
+                  f"height in steps of 0.5 U below 1,000 U (dcim.DeviceType.u_height: 4 digits, "
+                  f"1 after the point; DeviceType.clean() refuses another step), and its import "
+                  f"would refuse the device type", inst.span_of("units"),
+                  "declare its height in whole or half rack units, e.g. `units = 2 U` or "
+                  "`units = 1.5 U`")
+
+    def feed(self, feeder, voltage: str, amperage: str) -> None:
+        """power_feeds.csv's `voltage` and `amperage` of a feed of `feeder`."""
+        if voltage and not (_whole(voltage) and 0 < int(voltage) <= SMALL):
+            high = _whole(voltage) or float(voltage) > SMALL
+            self._add(feeder, "voltage",
+                      f"feeder `{feeder.path}` runs at {_volts(voltage)} V: NetBox cannot hold "
+                      f"it, a feed's voltage is a whole number of volts up to {SMALL:,} "
+                      f"(dcim.PowerFeed.voltage, a SmallIntegerField), and its import would "
+                      f"refuse the feed", feeder.span_of("voltage"),
+                      "NetBox's power feeds run from a power panel to the racks' PDUs: declare "
+                      "the feeder that serves the racks at the voltage its panel takes (after "
+                      "the transformer)" if high else
+                      "declare the nominal voltage in whole volts, e.g. `voltage = 230 V`")
+        if int(amperage) > SMALL:
+            self._add(feeder, "amperage",
+                      f"feeder `{feeder.path}` is rated {int(amperage):,} A: NetBox cannot hold "
+                      f"it, a feed's amperage is at most {SMALL:,} A (dcim.PowerFeed.amperage, "
+                      f"a PositiveSmallIntegerField), and its import would refuse the feed",
+                      feeder.span_of(_amperage_field(feeder)),
+                      "declare it as feeders sharing the load, each rated within NetBox's "
+                      "range (`count = 2`, each with its share of the `capacity` or the "
+                      "`conductors`)")
+
+    def diagnostics(self, file) -> List[Diagnostic]:
+        out = []
+        for message, span, hint, count in self.groups.values():
+            more = f" ({count - 1:,} more like it)" if count > 1 else ""
+            head, _, tail = message.partition(": ")
+            out.append(Diagnostic("E709", Severity.ERROR, f"{head}{more}: {tail}", span, hint,
+                                  file=file))
+        return out
+
+
+def _whole(text: str) -> bool:
+    """Is `text` a whole number as Django's IntegerField reads it (digits; `:g` writes no
+    `.0`)?"""
+    return bool(_WHOLE.fullmatch(text))
+
+
+def _volts(text: str) -> str:
+    return f"{int(text):,}" if _whole(text) else f"{float(text):,g}"
+
+
+def _amperage_field(feeder) -> str:
+    """The field netbox_required.feed_amperage took the amperage from."""
+    if feeder.field("ampacity") is not None:
+        return "ampacity"
+    derived = feeder.field("cable") is not None and feeder.field("conductor_area") is not None
+    return "cable" if derived else "capacity"
+
+
+__all__ = ["Bounds"]

@@ -1,0 +1,146 @@
+"""The numbers NetBox 4.7.3 bounds (outputs/netbox_ranges.py): a feed's voltage is a whole
+number of volts up to 32,767 (a SmallIntegerField), its amperage at most 32,767 A; a rack's
+height whole, from 1 to 100 U; a device type's height in steps of 0.5 U below 1,000 U. `astral
+export --netbox` wrote each as it came (`34500`, `230.5`, `42.5`, `0.25`), which NetBox's import
+refuses; each is E709 at the declaration now, and nothing is written."""
+from __future__ import annotations
+
+import csv
+import json
+import textwrap
+
+from clirun import astral
+
+
+def _export(tmp_path, text, *more):
+    src = tmp_path / "d.astral"
+    src.write_text(textwrap.dedent(text), encoding="utf-8")
+    out = tmp_path / "nb"
+    return astral("export", str(src), "--netbox", str(out), *more), out
+
+
+def _rows(path):
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _e709(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("error[E709]")]
+
+
+def _design(host="units = 2 U", rack="units = 42 U", feeder="voltage = 400 V"):
+    return (f"host H {{ power = 1 kW, {host} }}\n"
+            f"rack R {{ hosts = 2 x H, width = 19 inch, {rack} }}\n"
+            "site S {\n"
+            "  racks = 3 x R\n"
+            f"  feeder f {{ current = ac, {feeder}, phases = 3, power_factor = 95 %,\n"
+            "             capacity = 100 kW, max_utilization = 80 %, serves = racks }\n"
+            "}\n")
+
+
+def test_a_voltage_netbox_cannot_hold_is_e709_and_nothing_is_written(tmp_path):
+    proc, out = _export(tmp_path, _design(feeder="voltage = 34.5 kV"))
+    assert proc.returncode == 1
+    assert _e709(proc.stderr) == [
+        "error[E709]: feeder `S.f` runs at 34,500 V: NetBox cannot hold it, a feed's voltage is "
+        "a whole number of volts up to 32,767 (dcim.PowerFeed.voltage, a SmallIntegerField), "
+        "and its import would refuse the feed"]
+    assert "d.astral:5:38" in proc.stderr            # at the voltage
+    assert "declare the feeder that serves the racks at the voltage its panel takes" in proc.stderr
+    assert "nothing written to" in proc.stderr and not out.exists()
+
+
+def test_a_voltage_not_whole_is_e709(tmp_path):
+    proc, out = _export(tmp_path, _design(feeder="voltage = 230.5 V"))
+    assert proc.returncode == 1
+    assert _e709(proc.stderr)[0].startswith("error[E709]: feeder `S.f` runs at 230.5 V: ")
+    assert "hint: declare the nominal voltage in whole volts, e.g. `voltage = 230 V`" \
+        in proc.stderr
+    assert not out.exists()
+    # 0.2305 kV is 230.5 V; 0.23 kV is 230 V, whole (written `230`)
+    proc, out = _export(tmp_path, _design(feeder="voltage = 0.23 kV"))
+    assert proc.returncode == 0, proc.stderr
+    assert _rows(out / "power_feeds.csv")[0]["voltage"] == "230"
+
+
+def test_an_amperage_above_32767_is_e709_at_the_field_it_comes_from(tmp_path):
+    proc, out = _export(tmp_path, """\
+        host H { power = 1 kW, units = 2 U }
+        rack R { hosts = 2 x H, width = 19 inch, units = 42 U }
+        site S {
+          racks = 2 x R
+          feeder f { current = dc, voltage = 800 V, ampacity = 20000 A, conductors = 2,
+                     count = 2, max_utilization = 80 %, serves = racks }
+          feeder g { current = dc, voltage = 800 V, ampacity = 16383 A, conductors = 2,
+                     max_utilization = 80 %, serves = racks }
+        }
+        """)
+    assert proc.returncode == 1
+    # f: 2 x 20,000 A, twice (count = 2); g: 32,766 A, within NetBox's range
+    assert _e709(proc.stderr) == [
+        "error[E709]: feeder `S.f` is rated 40,000 A (1 more like it): NetBox cannot hold it, "
+        "a feed's amperage is at most 32,767 A (dcim.PowerFeed.amperage, a "
+        "PositiveSmallIntegerField), and its import would refuse the feed"]
+    assert "d.astral:5:56" in proc.stderr            # at the ampacity
+    assert not out.exists()
+
+
+def test_a_rack_height_netbox_refuses_is_e709(tmp_path):
+    for units, said in (("42.5 U", "is 42.5 U tall"), ("120 U", "is 120 U tall"),
+                        ("2 m", "is 44.9944 U tall")):
+        proc, out = _export(tmp_path, _design(rack=f"units = {units}"))
+        assert proc.returncode == 1, units
+        assert _e709(proc.stderr) == [
+            f"error[E709]: rack `R` {said} (2 more like it): NetBox takes a rack's height as a "
+            "whole number of units from 1 to 100 (dcim.Rack.u_height), and its import would "
+            "refuse the rack"]
+        assert "d.astral:2:50" in proc.stderr and not out.exists()
+    # a rack without `units` is as tall as its hosts reach: past 100 U, NetBox refuses it
+    proc, out = _export(tmp_path, _design(host="units = 60 U", rack="power_limit = 10 kW"))
+    assert proc.returncode == 1
+    assert _e709(proc.stderr)[0].startswith(
+        "error[E709]: rack `R` declares no `units`, and the hosts it holds reach 120 U "
+        "(2 more like it): ")
+    assert "d.astral:2:1" in proc.stderr and "W707" not in proc.stderr
+
+
+def test_a_device_type_height_netbox_refuses_is_e709(tmp_path):
+    for units in ("0.25 U", "1000 U"):
+        proc, out = _export(tmp_path, _design(host=f"units = {units}", rack="power_limit = "
+                                                                             "10 kW"))
+        assert proc.returncode == 1, units
+        # (two 1000 U hosts also make their rack 2000 U tall: E709 for the rack too)
+        assert _e709(proc.stderr)[0] == (
+            f"error[E709]: host `H` is {units} tall: NetBox takes a device type's height in "
+            "steps of 0.5 U below 1,000 U (dcim.DeviceType.u_height: 4 digits, 1 after the "
+            "point; DeviceType.clean() refuses another step), and its import would refuse the "
+            "device type"), units
+        assert "d.astral:1:32" in proc.stderr and not out.exists()
+
+
+def test_numbers_within_netbox_s_bounds_are_written_as_before(tmp_path):
+    proc, out = _export(tmp_path, _design(host="units = 1.5 U", rack="units = 100 U",
+                                          feeder="voltage = 32767 V"))
+    assert proc.returncode == 0, proc.stderr
+    assert [r["u_height"] for r in _rows(out / "racks.csv")] == ["100"] * 3
+    assert [t["u_height"] for t in _rows(out / "device_types.csv")] == ["1.5"]
+    assert [d["position"] for d in _rows(out / "devices.csv")] == ["1", "2.5"] * 3
+    assert _rows(out / "power_feeds.csv")[0]["voltage"] == "32767"
+
+
+def test_e709_in_the_json_envelope(tmp_path):
+    proc, out = _export(tmp_path, _design(feeder="voltage = 34.5 kV"), "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["netbox"] is None and not out.exists()
+    assert [d["code"] for d in doc["diagnostics"] if d["code"] == "E709"] == ["E709"]
+
+
+def test_docs_diagnostics_md_shows_what_e709_prints(tmp_path):
+    from test_netbox_lengths import docs_show_what_export_prints
+
+    docs_show_what_export_prints(
+        "E709", tmp_path, "host H { power = 1 kW, units = 2 U }\n"
+                          "rack R { hosts = 4 x H, width = 19 inch, units = 42 U }\n"
+                          "site S {\n  racks = 2 x R\n"
+                          "  feeder mv { current = ac, voltage = 34.5 kV, capacity = 2 MW,\n"
+                          "              max_utilization = 80 %, serves = racks }\n}\n")
