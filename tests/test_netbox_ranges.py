@@ -2,7 +2,8 @@
 number of volts up to 32,767 (a SmallIntegerField), its amperage at most 32,767 A; a rack's
 height whole, from 1 to 100 U; a device type's height in steps of 0.5 U below 1,000 U. `astral
 export --netbox` wrote each as it came (`34500`, `230.5`, `42.5`, `0.25`), which NetBox's import
-refuses; each is E709 at the declaration now, and nothing is written."""
+refuses; each is E709 at the declaration now, and nothing is written. A 0 U host is written
+without a position, as NetBox mounts one (Device.clean() refuses a position for it)."""
 from __future__ import annotations
 
 import csv
@@ -126,6 +127,19 @@ def test_numbers_within_netbox_s_bounds_are_written_as_before(tmp_path):
     assert [t["u_height"] for t in _rows(out / "device_types.csv")] == ["1.5"]
     assert [d["position"] for d in _rows(out / "devices.csv")] == ["1", "2.5"] * 3
     assert _rows(out / "power_feeds.csv")[0]["voltage"] == "32767"
+
+
+def test_a_zero_u_host_is_in_its_rack_without_a_position(tmp_path):
+    """NetBox's Device.clean() refuses a rack position for a 0 U device type; the export wrote
+    one (`1`, `1`: the hosts above took no units)."""
+    proc, out = _export(tmp_path, _design(host="units = 0 U"))
+    assert proc.returncode == 0, proc.stderr
+    assert [t["u_height"] for t in _rows(out / "device_types.csv")] == ["0"]
+    devices = _rows(out / "devices.csv")
+    assert {(d["rack"], d["position"], d["face"]) for d in devices} == \
+        {(f"S.racks[{i}]", "", "") for i in range(3)}
+    assert "note: devices.csv: host(s) of device type(s) H are 0 U: in their racks without a " \
+           "position, as NetBox mounts a 0 U device" in proc.stdout
 
 
 def test_e709_in_the_json_envelope(tmp_path):

@@ -126,6 +126,11 @@ def write(design, directory: str, devices=None) -> Written:
     if unnamed:
         notes.append(f"device type(s) {', '.join(unnamed)}: no `vendor` declared, manufacturer "
                      f"`{UNSPECIFIED}`")
+    flat = sorted({types[id(p.instance)].model for p in hosts if p.position is not None
+                   and types[id(p.instance)].u_height == "0"})
+    if flat:
+        notes.append(f"devices.csv: host(s) of device type(s) {', '.join(flat)} are 0 U: in their "
+                     "racks without a position, as NetBox mounts a 0 U device")
     out("manufacturers.csv", ("name", "slug"), sorted(makers.items()))
     out("device_roles.csv", ("name", "slug", "color"), sorted(ROLES.values()))
     out("device_types.csv", ("manufacturer", "model", "slug", "u_height", "comments"),
@@ -277,7 +282,8 @@ def _port_type(inst, speed=None) -> str:
 def _device_rows(hosts, sws, types, names, serial, tags, by_path):
     for p in hosts:
         t = types[id(p.instance)]
-        position = "" if p.position is None else f"{p.position:g}"
+        # a 0 U device has no position in NetBox (Device.clean() refuses one)
+        position = "" if p.position is None or t.u_height == "0" else f"{p.position:g}"
         yield (ROLES["host"][0], t.manufacturer, t.model, names[p.path], serial.get(p.path) or "",
                tags.get(p.path) or "", STATUS, names[p.site],
                names[p.location] if p.location else "", names[p.rack] if p.rack else "",

@@ -17,8 +17,8 @@ tests/fixtures/netbox/README.md), for every numeric column the export writes:
   increments of 0.5, and `Device.clean()` refuses a position for a 0 U device type. A host's
   position is 1 plus the heights of the hosts below it in its rack (analyses/inventory.py), so
   with its rack's height whole and at most 100 U (here; E632 at check time keeps the hosts within
-  it) and its hosts' heights in half units (here), it is in NetBox's range, but for a 0 U host,
-  which NetBox mounts at no unit.
+  it) and its hosts' heights in half units (here), it is in NetBox's range; a 0 U host is written
+  without a position, as NetBox mounts one (netbox.py's note says so).
 
 A rack's `width` is E707 (netbox_required.py). One E709 is said for each field of each
 declaration, with the first value of its replicas that NetBox refuses and how many more."""
