@@ -1,9 +1,11 @@
-"""The numbers NetBox 4.7.3 bounds (outputs/netbox_ranges.py): a feed's voltage is a whole
-number of volts up to 32,767 (a SmallIntegerField), its amperage at most 32,767 A; a rack's
-height whole, from 1 to 100 U; a device type's height in steps of 0.5 U below 1,000 U. `astral
-export --netbox` wrote each as it came (`34500`, `230.5`, `42.5`, `0.25`), which NetBox's import
-refuses; each is E709 at the declaration now, and nothing is written. A 0 U host is written
-without a position, as NetBox mounts one (Device.clean() refuses a position for it)."""
+"""The numbers NetBox 4.7.3 bounds (outputs/netbox_ranges.py): a rack's height whole, from 1
+to 100 U; a device type's height in steps of 0.5 U below 1,000 U: E709 at the declaration, and
+nothing is written. A feed's voltage is a whole number of volts up to 32,767 (a
+SmallIntegerField), its amperage from 1 to 32,767 A: a feed past them is left out of
+power_feeds.csv with W709 (E709 refused the whole export for a 34.5 kV feeder), a fractional
+voltage written rounded (`231` for 230.5 V) and an amperage under 1 A as 1 A (written without a
+word before), each with W709. A 0 U host is written without a position, as NetBox mounts one
+(Device.clean() refuses a position for it)."""
 from __future__ import annotations
 
 import csv
@@ -39,32 +41,47 @@ def _design(host="units = 2 U", rack="units = 42 U", feeder="voltage = 400 V"):
             "}\n")
 
 
-def test_a_voltage_netbox_cannot_hold_is_e709_and_nothing_is_written(tmp_path):
-    proc, out = _export(tmp_path, _design(feeder="voltage = 34.5 kV"))
-    assert proc.returncode == 1
-    assert _e709(proc.stderr) == [
-        "error[E709]: feeder `S.f` runs at 34,500 V: NetBox cannot hold it, a feed's voltage is "
-        "a whole number of volts up to 32,767 (dcim.PowerFeed.voltage, a SmallIntegerField), "
-        "and its import would refuse the feed"]
+def _w709(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("warning[W709]")]
+
+
+def test_a_voltage_netbox_cannot_hold_leaves_the_feed_out_with_w709(tmp_path):
+    """A 34.5 kV utility feed is a real design: its feed is left out of power_feeds.csv (no
+    NetBox object refers to a feed), with W709 at the voltage; everything else is written (E709
+    refused the whole export)."""
+    proc, out = _export(tmp_path, _design(feeder="voltage = 34.5 kV").replace(
+        "}\n}", "}\n  feeder g { current = ac, voltage = 415 V, phases = 3, capacity = 10 kW,\n"
+                 "             max_utilization = 80 %, serves = racks }\n}"))
+    assert proc.returncode == 0, proc.stderr
+    assert _w709(proc.stderr) == [
+        "warning[W709]: feeder `S.f` runs at 34,500 V: not written to power_feeds.csv, as "
+        "NetBox cannot hold it: a feed's voltage is a whole number of volts from 1 to 32,767 "
+        "(dcim.PowerFeed.voltage, a SmallIntegerField), and its import would refuse the feed"]
     assert "d.astral:5:38" in proc.stderr            # at the voltage
     assert "declare the feeder that serves the racks at the voltage its panel takes" in proc.stderr
-    assert "nothing written to" in proc.stderr and not out.exists()
+    assert [(r["name"], r["voltage"]) for r in _rows(out / "power_feeds.csv")] == [("g", "415")]
+    assert len(_rows(out / "racks.csv")) == 3 and len(_rows(out / "power_panels.csv")) == 1
+    assert "note: power_feeds.csv: 1 feed(s) of feeder(s) S.f left out: NetBox cannot hold " \
+           "their voltage or amperage (W709)" in proc.stdout
 
 
-def test_a_voltage_not_whole_is_e709(tmp_path):
-    proc, out = _export(tmp_path, _design(feeder="voltage = 230.5 V"))
-    assert proc.returncode == 1
-    assert _e709(proc.stderr)[0].startswith("error[E709]: feeder `S.f` runs at 230.5 V: ")
+def test_a_fractional_voltage_is_written_in_whole_volts_with_w709(tmp_path):
+    proc, out = _export(tmp_path, _design(feeder="voltage = 230.5 V, count = 2"))
+    assert proc.returncode == 0, proc.stderr
+    assert _w709(proc.stderr) == [
+        "warning[W709]: feeder `S.f` runs at 230.5 V (1 more like it): NetBox takes a feed's "
+        "voltage in whole volts (dcim.PowerFeed.voltage, a SmallIntegerField), and "
+        "power_feeds.csv gives it 231 V"]
     assert "hint: declare the nominal voltage in whole volts, e.g. `voltage = 230 V`" \
         in proc.stderr
-    assert not out.exists()
-    # 0.2305 kV is 230.5 V; 0.23 kV is 230 V, whole (written `230`)
+    assert [r["voltage"] for r in _rows(out / "power_feeds.csv")] == ["231", "231"]
+    # 0.2305 kV is 230.5 V; 0.23 kV is 230 V, whole (written `230`), and nothing is said
     proc, out = _export(tmp_path, _design(feeder="voltage = 0.23 kV"))
     assert proc.returncode == 0, proc.stderr
-    assert _rows(out / "power_feeds.csv")[0]["voltage"] == "230"
+    assert _rows(out / "power_feeds.csv")[0]["voltage"] == "230" and "W709" not in proc.stderr
 
 
-def test_an_amperage_above_32767_is_e709_at_the_field_it_comes_from(tmp_path):
+def test_an_amperage_above_32767_leaves_the_feed_out_with_w709(tmp_path):
     proc, out = _export(tmp_path, """\
         host H { power = 1 kW, units = 2 U }
         rack R { hosts = 2 x H, width = 19 inch, units = 42 U }
@@ -76,14 +93,36 @@ def test_an_amperage_above_32767_is_e709_at_the_field_it_comes_from(tmp_path):
                      max_utilization = 80 %, serves = racks }
         }
         """)
-    assert proc.returncode == 1
-    # f: 2 x 20,000 A, twice (count = 2); g: 32,766 A, within NetBox's range
-    assert _e709(proc.stderr) == [
-        "error[E709]: feeder `S.f` is rated 40,000 A (1 more like it): NetBox cannot hold it, "
-        "a feed's amperage is at most 32,767 A (dcim.PowerFeed.amperage, a "
-        "PositiveSmallIntegerField), and its import would refuse the feed"]
+    assert proc.returncode == 0, proc.stderr
+    # f: 2 x 20,000 A, twice (count = 2), left out; g: 32,766 A, within NetBox's range
+    assert _w709(proc.stderr) == [
+        "warning[W709]: feeder `S.f` is rated 40,000 A (1 more like it): not written to "
+        "power_feeds.csv, as NetBox cannot hold it: a feed's amperage is at most 32,767 A "
+        "(dcim.PowerFeed.amperage, a PositiveSmallIntegerField), and its import would refuse "
+        "the feed"]
     assert "d.astral:5:56" in proc.stderr            # at the ampacity
-    assert not out.exists()
+    assert [(r["name"], r["amperage"]) for r in _rows(out / "power_feeds.csv")] == \
+        [("g", "32766")]
+    assert "note: power_feeds.csv: 2 feed(s) of feeder(s) S.f left out" in proc.stdout
+
+
+def test_an_amperage_under_1_a_is_written_1_a_with_w709(tmp_path):
+    """NetBox's PowerFeed.amperage has MinValueValidator(1): a 0.5 A feed was written 1 A
+    without a word."""
+    proc, out = _export(tmp_path, """\
+        host H { power = 10 W, units = 2 U }
+        rack R { hosts = 2 x H, width = 19 inch, units = 42 U }
+        site S {
+          racks = 1 x R
+          feeder f { current = dc, voltage = 48 V, ampacity = 0.5 A, max_utilization = 80 %,
+                     serves = racks }
+        }
+        """)
+    assert proc.returncode == 0, proc.stderr
+    assert _w709(proc.stderr) == [
+        "warning[W709]: feeder `S.f` is rated under 1 A: NetBox takes a feed's amperage from "
+        "1 A (dcim.PowerFeed.amperage, MinValueValidator(1)), and power_feeds.csv gives it 1 A"]
+    assert [r["amperage"] for r in _rows(out / "power_feeds.csv")] == ["1"]
 
 
 def test_a_rack_height_netbox_refuses_is_e709(tmp_path):
@@ -143,10 +182,18 @@ def test_a_zero_u_host_is_in_its_rack_without_a_position(tmp_path):
 
 
 def test_e709_in_the_json_envelope(tmp_path):
-    proc, out = _export(tmp_path, _design(feeder="voltage = 34.5 kV"), "--format", "json")
+    proc, out = _export(tmp_path, _design(rack="units = 42.5 U"), "--format", "json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and doc["netbox"] is None and not out.exists()
     assert [d["code"] for d in doc["diagnostics"] if d["code"] == "E709"] == ["E709"]
+
+
+def test_w709_in_the_json_envelope(tmp_path):
+    proc, out = _export(tmp_path, _design(feeder="voltage = 34.5 kV"), "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out.exists()
+    assert [d["code"] for d in doc["diagnostics"] if d["code"][1:] == "709"] == ["W709"]
+    assert any("left out" in n for n in doc["netbox"]["notes"])
 
 
 def test_docs_diagnostics_md_shows_what_e709_prints(tmp_path):
@@ -154,6 +201,15 @@ def test_docs_diagnostics_md_shows_what_e709_prints(tmp_path):
 
     docs_show_what_export_prints(
         "E709", tmp_path, "host H { power = 1 kW, units = 2 U }\n"
+                          "rack R { hosts = 4 x H, width = 19 inch, units = 42.5 U }\n"
+                          "site S {\n  racks = 2 x R\n}\n")
+
+
+def test_docs_diagnostics_md_shows_what_w709_prints(tmp_path):
+    from test_netbox_lengths import docs_show_what_export_prints
+
+    docs_show_what_export_prints(
+        "W709", tmp_path, "host H { power = 1 kW, units = 2 U }\n"
                           "rack R { hosts = 4 x H, width = 19 inch, units = 42 U }\n"
                           "site S {\n  racks = 2 x R\n"
                           "  feeder mv { current = ac, voltage = 34.5 kV, capacity = 2 MW,\n"

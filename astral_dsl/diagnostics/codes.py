@@ -204,6 +204,7 @@ CODES: dict[str, str] = {
     "E707": "a rack width NetBox has no choice for",
     "E708": "two power panels of one site with one name",
     "E709": "a number NetBox bounds outside its range",
+    "W709": "a power feed's number NetBox cannot hold, rounded or the feed left out",
     # E750-E779, W750-W779: jobs and forecasting (`astral forecast`, seer; runs tables)
     "E750": "tensor-parallel degree does not divide the attention heads",
     "E751": "pipeline stages cannot hold the layers",

@@ -21,7 +21,7 @@ after the model and its tiers. The numbers NetBox requires are written from the 
 rack's `width` and `units`, a device type's `units`, a feed's `voltage`, amperage and
 `max_utilization`), derived from it where the physics says so, or assumed with W707 at the
 declaration (netbox_required.py), and checked against the bounds of NetBox's fields
-(netbox_ranges.py: E709); netbox_power.py makes the power panels and feeds, netbox_csv.py writes
+(netbox_ranges.py: E709; a feed NetBox cannot hold is left out, W709); netbox_power.py makes the power panels and feeds, netbox_csv.py writes
 the CSV files. Same design, same files,
 byte for byte."""
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Written:
     files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
     notes: Tuple[str, ...]
     diagnostics: Tuple = ()     # E705-E709: nothing was written (netbox_lengths, _names, ...)
-    warnings: Tuple = ()        # W707: a number NetBox requires that was assumed
+    warnings: Tuple = ()        # W707: a number NetBox requires that was assumed; W709
 
 
 def write(design, directory: str, devices=None) -> Written:
@@ -69,7 +69,8 @@ def write(design, directory: str, devices=None) -> Written:
     (E706), a rack width NetBox has no choice for (E707), two power panels of a site named
     alike (E708), or a number outside the range of its NetBox field (E709, netbox_ranges.py), is
     said instead, and nothing is written; a number NetBox requires that the design does not
-    state is assumed (W707)."""
+    state is assumed (W707); a feed's number NetBox cannot hold is rounded, or the feed left
+    out (W709)."""
     found = list(parts(design))
     owners = owner_replicas(design, found)
     by_path = {p.path: p for p in found}
@@ -157,7 +158,12 @@ def write(design, directory: str, devices=None) -> Written:
     out("power_feeds.csv", ("site", "power_panel", "name", "status", "type", "supply",
                             "phase", "voltage", "amperage", "max_utilization", "description"),
         feeds)
-    return Written(tuple(files), tuple(notes), (), tuple(said.diagnostics()))
+    if bounds.left_out:
+        notes.append(f"power_feeds.csv: {len(bounds.left_out):,} feed(s) of feeder(s) "
+                     f"{', '.join(sorted(set(bounds.left_out)))} left out: NetBox cannot hold "
+                     f"their voltage or amperage (W709)")
+    return Written(tuple(files), tuple(notes), (),
+                   tuple(said.diagnostics()) + tuple(bounds.diagnostics(design.file, "W709")))
 
 
 def _names(found: List[Part], sws, devices) -> Dict[str, str]:

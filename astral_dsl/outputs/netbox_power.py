@@ -37,8 +37,10 @@ def power(design, found: List[Part], names, said, bounds) -> Tuple[List[tuple], 
                 phases = feeder.field("phases")
                 voltage = feeder.field("voltage")
                 volts = f"{voltage.si:g}" if isinstance(voltage, Quantity) else ""
-                amperage = feed_amperage(feeder, by_path, said)
-                bounds.feed(feeder, volts, amperage)
+                held = bounds.feed(feeder, volts, feed_amperage(feeder, by_path, said))
+                if held is None:            # NetBox cannot hold it: left out (W709)
+                    continue
+                volts, amperage = held
                 feeds.append((
                     names[p.site], panel, f"{name}" + (f"-{i + 1}" if n > 1 else ""), STATUS,
                     "redundant" if side == "B" else "primary", current or "",

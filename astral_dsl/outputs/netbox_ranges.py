@@ -1,6 +1,8 @@
 """The numbers NetBox bounds, checked before `astral export --netbox` writes a file (netbox.py):
-a number the export would write that NetBox's import refuses is E709, and nothing is written
-(as E705 does for lengths). Read from NetBox 4.7.3 (the `netbox` wheel on PyPI; see
+a rack's or device type's height NetBox's import refuses is E709, and nothing is written (as
+E705 does for lengths: the devices refer to them); a power feed NetBox cannot hold is left out
+of power_feeds.csv, or its number rounded to what NetBox holds, with W709 (no object the export
+writes refers to a feed). Read from NetBox 4.7.3 (the `netbox` wheel on PyPI; see
 tests/fixtures/netbox/README.md), for every numeric column the export writes:
 
 - racks.csv `u_height`: `RackImportForm` takes it as a form IntegerField (whole units), and
@@ -11,8 +13,8 @@ tests/fixtures/netbox/README.md), for every numeric column the export writes:
   is not in increments of 0.5 U;
 - power_feeds.csv `voltage`: dcim/models/power.py `PowerFeed.voltage` is a SmallIntegerField
   (whole volts, at most 32,767: Django's range for it) with ExclusionValidator([0]); `amperage`
-  a PositiveSmallIntegerField (at most 32,767) with MinValueValidator(1) (netbox_required.py
-  writes at least 1 A); `max_utilization` 1 to 100, which E309 bounds at check time;
+  a PositiveSmallIntegerField (at most 32,767) with MinValueValidator(1); `max_utilization` 1
+  to 100, which E309 bounds at check time;
 - devices.csv `position`: `Device.position` is a DecimalField (4, 1) from 1 to 100.5 in
   increments of 0.5, and `Device.clean()` refuses a position for a 0 U device type. A host's
   position is 1 plus the heights of the hosts below it in its rack (analyses/inventory.py), so
@@ -20,13 +22,13 @@ tests/fixtures/netbox/README.md), for every numeric column the export writes:
   it) and its hosts' heights in half units (here), it is in NetBox's range; a 0 U host is written
   without a position, as NetBox mounts one (netbox.py's note says so).
 
-A rack's `width` is E707 (netbox_required.py). One E709 is said for each field of each
+A rack's `width` is E707 (netbox_required.py). One E709 (W709) is said for each field of each
 declaration, with the first value of its replicas that NetBox refuses and how many more."""
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
-from typing import Dict, List
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.outputs.netbox_required import _name
@@ -44,9 +46,10 @@ class Bounds:
 
     def __init__(self):
         self.groups: Dict[tuple, list] = {}
+        self.left_out: List[str] = []       # the feeders of each feed left out (W709)
 
-    def _add(self, inst, field: str, message: str, span, hint: str) -> None:
-        entry = self.groups.setdefault((id(inst), field), [message, span, hint, 0])
+    def _add(self, inst, field: str, message: str, span, hint: str, code="E709") -> None:
+        entry = self.groups.setdefault((id(inst), field, code), [message, span, hint, 0, code])
         entry[3] += 1
 
     def rack(self, inst, text: str) -> None:
@@ -80,35 +83,66 @@ class Bounds:
                   "declare its height in whole or half rack units, e.g. `units = 2 U` or "
                   "`units = 1.5 U`")
 
-    def feed(self, feeder, voltage: str, amperage: str) -> None:
-        """power_feeds.csv's `voltage` and `amperage` of a feed of `feeder`."""
-        if voltage and not (_whole(voltage) and 0 < int(voltage) <= SMALL):
-            high = _whole(voltage) or float(voltage) > SMALL
-            self._add(feeder, "voltage",
-                      f"feeder `{feeder.path}` runs at {_volts(voltage)} V: NetBox cannot hold "
-                      f"it, a feed's voltage is a whole number of volts up to {SMALL:,} "
-                      f"(dcim.PowerFeed.voltage, a SmallIntegerField), and its import would "
-                      f"refuse the feed", feeder.span_of("voltage"),
-                      "NetBox's power feeds run from a power panel to the racks' PDUs: declare "
-                      "the feeder that serves the racks at the voltage its panel takes (after "
-                      "the transformer)" if high else
-                      "declare the nominal voltage in whole volts, e.g. `voltage = 230 V`")
+    def feed(self, feeder, voltage: str, amperage: str) -> Optional[Tuple[str, str]]:
+        """power_feeds.csv's `voltage` and `amperage` of a feed of `feeder`, as NetBox holds
+        them: a fractional voltage rounded to whole volts, an amperage under 1 A written 1 A
+        (W709 says each); None, the feed left out (W709), where NetBox cannot hold the voltage
+        or the amperage (nothing in NetBox refers to a feed: the rest is written)."""
+        out, said = [], []
+        if voltage and not _whole(voltage):
+            written = int(Decimal(voltage).to_integral_value(ROUND_HALF_UP))
+            said.append(("voltage",
+                         f"feeder `{feeder.path}` runs at {_volts(voltage)} V: NetBox takes a "
+                         f"feed's voltage in whole volts (dcim.PowerFeed.voltage, a "
+                         f"SmallIntegerField), and power_feeds.csv gives it {written:,} V",
+                         feeder.span_of("voltage"),
+                         "declare the nominal voltage in whole volts, e.g. `voltage = 230 V`"))
+            voltage = str(written)
+        if voltage and not 0 < int(voltage) <= SMALL:
+            out.append(("voltage",
+                        f"feeder `{feeder.path}` runs at {_volts(voltage)} V: not written to "
+                        f"power_feeds.csv, as NetBox cannot hold it: a feed's voltage is a whole "
+                        f"number of volts from 1 to {SMALL:,} (dcim.PowerFeed.voltage, a "
+                        f"SmallIntegerField), and its import would refuse the feed",
+                        feeder.span_of("voltage"),
+                        "NetBox's power feeds run from a power panel to the racks' PDUs: declare "
+                        "the feeder that serves the racks at the voltage its panel takes (after "
+                        "the transformer)"))
         if int(amperage) > SMALL:
-            self._add(feeder, "amperage",
-                      f"feeder `{feeder.path}` is rated {int(amperage):,} A: NetBox cannot hold "
-                      f"it, a feed's amperage is at most {SMALL:,} A (dcim.PowerFeed.amperage, "
-                      f"a PositiveSmallIntegerField), and its import would refuse the feed",
-                      feeder.span_of(_amperage_field(feeder)),
-                      "declare it as feeders sharing the load, each rated within NetBox's "
-                      "range (`count = 2`, each with its share of the `capacity` or the "
-                      "`conductors`)")
+            out.append(("amperage",
+                        f"feeder `{feeder.path}` is rated {int(amperage):,} A: not written to "
+                        f"power_feeds.csv, as NetBox cannot hold it: a feed's amperage is at "
+                        f"most {SMALL:,} A (dcim.PowerFeed.amperage, a "
+                        f"PositiveSmallIntegerField), and its import would refuse the feed",
+                        feeder.span_of(_amperage_field(feeder)),
+                        "declare it as feeders sharing the load, each rated within NetBox's "
+                        "range (`count = 2`, each with its share of the `capacity` or the "
+                        "`conductors`)"))
+        elif int(amperage) < 1:
+            said.append(("amperage",
+                         f"feeder `{feeder.path}` is rated under 1 A: NetBox takes a feed's "
+                         f"amperage from 1 A (dcim.PowerFeed.amperage, MinValueValidator(1)), "
+                         f"and power_feeds.csv gives it 1 A", feeder.span_of(
+                             _amperage_field(feeder)),
+                         "declare the feeder's rating, 1 A or more"))
+            amperage = "1"
+        for field, message, span, hint in out or said:
+            self._add(feeder, field, message, span, hint, "W709")
+        if out:
+            self.left_out.append(feeder.path)
+            return None
+        return voltage, amperage
 
-    def diagnostics(self, file) -> List[Diagnostic]:
+    def diagnostics(self, file, code: str = "E709") -> List[Diagnostic]:
+        """The E709 (nothing is written), or the W709 (the files are written)."""
         out = []
-        for message, span, hint, count in self.groups.values():
+        for message, span, hint, count, said in self.groups.values():
+            if said != code:
+                continue
             more = f" ({count - 1:,} more like it)" if count > 1 else ""
             head, _, tail = message.partition(": ")
-            out.append(Diagnostic("E709", Severity.ERROR, f"{head}{more}: {tail}", span, hint,
+            severity = Severity.ERROR if code == "E709" else Severity.WARNING
+            out.append(Diagnostic(code, severity, f"{head}{more}: {tail}", span, hint,
                                   file=file))
         return out
 

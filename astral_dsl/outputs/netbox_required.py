@@ -147,16 +147,16 @@ def feed_amperage(feeder, by_path, said: Assumed) -> str:
     """power_feeds.csv's `amperage` (whole amperes, rounded down: NetBox takes integers): the
     feeder's `ampacity` (else its `cable`'s at its `conductor_area`) times its
     `conductors`; else the current of its `capacity` at its `voltage`; else NetBox's 15 A
-    (W707)."""
+    (W707). Under 1 A it is 0, which netbox_ranges.py writes as 1 A with W709."""
     sets = feeder.field("conductors")
     amps = ampacity(feeder, by_path)
     if amps is not None:
-        return _down(amps * (sets.si if isinstance(sets, Quantity) else 1))
+        return _floor(amps * (sets.si if isinstance(sets, Quantity) else 1))
     capacity, voltage = feeder.field("capacity"), feeder.field("voltage")
     if isinstance(capacity, Quantity) and isinstance(voltage, Quantity) and voltage.si:
         from astral_dsl.analyses.conductors import current
         kind = getattr(feeder.field("current"), "name", "dc")
-        return _down(current(kind, capacity.si, voltage.si, feeder))
+        return _floor(current(kind, capacity.si, voltage.si, feeder))
     said.add(feeder, "ampacity", f"feeder `{feeder.path}` declares no `ampacity`, `cable` or "
                                  f"`capacity`: NetBox requires a feed's amperage, and "
                                  f"power_feeds.csv gives it NetBox's default, {AMPERAGE} A",
@@ -164,8 +164,14 @@ def feed_amperage(feeder, by_path, said: Assumed) -> str:
     return str(AMPERAGE)
 
 
-def _down(amps: float) -> str:
-    return str(max(1, int(math.floor(amps + 1e-9))))
+def _floor(value: float) -> str:
+    """Rounded down to a whole number (netbox_ranges.py writes an amperage under 1 A as 1 A,
+    with W709)."""
+    return str(int(math.floor(value + 1e-9)))
+
+
+def _down(value: float) -> str:
+    return str(max(1, int(_floor(value))))
 
 
 def feed_utilization(feeder, said: Assumed) -> str:
