@@ -88,7 +88,7 @@ class Bounds:
         them: a fractional voltage rounded to whole volts, an amperage under 1 A written 1 A
         (W709 says each); None, the feed left out (W709), where NetBox cannot hold the voltage
         or the amperage (nothing in NetBox refers to a feed: the rest is written)."""
-        out, said = [], []
+        out, said, declared = [], [], voltage
         if voltage and not _whole(voltage):
             written = int(Decimal(voltage).to_integral_value(ROUND_HALF_UP))
             said.append(("voltage",
@@ -100,14 +100,15 @@ class Bounds:
             voltage = str(written)
         if voltage and not 0 < int(voltage) <= SMALL:
             out.append(("voltage",
-                        f"feeder `{feeder.path}` runs at {_volts(voltage)} V: not written to "
+                        f"feeder `{feeder.path}` runs at {_volts(declared)} V: not written to "
                         f"power_feeds.csv, as NetBox cannot hold it: a feed's voltage is a whole "
                         f"number of volts from 1 to {SMALL:,} (dcim.PowerFeed.voltage, a "
                         f"SmallIntegerField), and its import would refuse the feed",
                         feeder.span_of("voltage"),
                         "NetBox's power feeds run from a power panel to the racks' PDUs: declare "
                         "the feeder that serves the racks at the voltage its panel takes (after "
-                        "the transformer)"))
+                        "the transformer)" if int(voltage) > SMALL else
+                        "declare the nominal voltage in whole volts, e.g. `voltage = 48 V`"))
         if int(amperage) > SMALL:
             out.append(("amperage",
                         f"feeder `{feeder.path}` is rated {int(amperage):,} A: not written to "
