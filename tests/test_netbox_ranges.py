@@ -80,9 +80,10 @@ def test_a_fractional_voltage_is_written_in_whole_volts_with_w709(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert _rows(out / "power_feeds.csv")[0]["voltage"] == "230" and "W709" not in proc.stderr
     # 0.3 V is 0 in whole volts, which NetBox refuses (ExclusionValidator([0])): left out
+    # (its 100 kW at 0.3 V, 202,579 A, is past NetBox's amperage too: said after)
     proc, out = _export(tmp_path, _design(feeder="voltage = 0.3 V"))
     assert proc.returncode == 0, proc.stderr
-    assert _w709(proc.stderr) == [
+    assert _w709(proc.stderr)[:1] == [
         "warning[W709]: feeder `S.f` runs at 0.3 V: not written to power_feeds.csv, as NetBox "
         "cannot hold it: a feed's voltage is a whole number of volts from 1 to 32,767 "
         "(dcim.PowerFeed.voltage, a SmallIntegerField), and its import would refuse the feed"]
