@@ -88,7 +88,7 @@ def _netbox(args, result, valid: bool) -> int:
             sys.stderr.write("astral: NetBox would refuse these values: nothing written to "
                              f"`{args.netbox}`\n")
         return exit_code(result.design, said)
-    said = tuple(result.diagnostics) + written.warnings     # W707: a number assumed
+    said = tuple(result.diagnostics) + written.warnings     # W707: a number assumed; W709
     if as_json:
         sys.stdout.write(dumps(envelope(said, file=result.design.file, netbox={
             "directory": args.netbox,
