@@ -8,23 +8,9 @@ word before), each with W709. A 0 U host is written without a position, as NetBo
 (Device.clean() refuses a position for it)."""
 from __future__ import annotations
 
-import csv
 import json
-import textwrap
 
-from clirun import astral
-
-
-def _export(tmp_path, text, *more):
-    src = tmp_path / "d.astral"
-    src.write_text(textwrap.dedent(text), encoding="utf-8")
-    out = tmp_path / "nb"
-    return astral("export", str(src), "--netbox", str(out), *more), out
-
-
-def _rows(path):
-    with open(path, encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
+from netbox_export import export as _export, rows as _rows
 
 
 def _e709(stderr):

@@ -6,23 +6,10 @@ own default (19 inches: the EIA-310-E rack) with W707 at the declaration; a widt
 choice for is E707 and nothing is written (outputs/netbox_required.py)."""
 from __future__ import annotations
 
-import csv
 import json
-import textwrap
 
 from clirun import astral
-
-
-def _export(tmp_path, text, *more):
-    src = tmp_path / "d.astral"
-    src.write_text(textwrap.dedent(text), encoding="utf-8")
-    out = tmp_path / "nb"
-    return astral("export", str(src), "--netbox", str(out), *more), out
-
-
-def _rows(path):
-    with open(path, encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
+from netbox_export import export as _export, rows as _rows
 
 
 UNSTATED = """\

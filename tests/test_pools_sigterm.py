@@ -48,6 +48,17 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _reap(parent, tmp_path) -> None:
+    """The test's parent and any worker it wrote a pid file for, killed whatever happened."""
+    parent.kill()
+    parent.wait()
+    for p in tmp_path.glob("*.pid"):
+        try:
+            os.kill(int(p.stem), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def _until(condition, what: str):
     end = time.monotonic() + GRACE_S
     while not condition():
@@ -71,13 +82,7 @@ def test_sigterm_to_the_parent_ends_its_workers(tmp_path, handler):
         parent.wait(GRACE_S)
         _until(lambda: not any(_alive(w) for w in workers), "the workers ended")
     finally:
-        parent.kill()
-        parent.wait()
-        for p in tmp_path.glob("*.pid"):
-            try:
-                os.kill(int(p.stem), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _reap(parent, tmp_path)
     # the default: dead of the signal, as without workers; a caller's handler: its exit
     assert parent.returncode == (-signal.SIGTERM if handler == "default" else 143), \
         parent.stderr.read()
@@ -130,11 +135,5 @@ def test_a_worker_forked_as_the_sigterm_comes_ends_too(tmp_path):
         assert len(workers) == 1, parent.stderr.read()
         _until(lambda: not any(_alive(w) for w in workers), "the worker ended")
     finally:
-        parent.kill()
-        parent.wait()
-        for p in tmp_path.glob("*.pid"):
-            try:
-                os.kill(int(p.stem), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _reap(parent, tmp_path)
     assert parent.returncode == -signal.SIGTERM
