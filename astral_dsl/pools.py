@@ -28,15 +28,28 @@ def worker_started() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def terminate(pool) -> None:
-    """Stop a concurrent.futures ProcessPoolExecutor's workers now (SIGTERM) and drop its
-    pending work, without waiting for what they are doing (a chunk may take minutes)."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+def terminate(pool, before: Optional[frozenset] = None) -> None:
+    """Stop a concurrent.futures ProcessPoolExecutor's workers now and drop its pending work,
+    without waiting for what they are doing (a chunk may take minutes). `before`: this
+    process's children before the pool was made, so that a worker forked but not yet listed
+    is stopped too (_workers); None: the workers the pool lists."""
+    _kill(_workers(pool, before) if before is not None else _listed(pool))
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _listed(pool) -> list:
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
+def _kill(processes) -> None:
+    """SIGKILL to each: what SIGTERM's default does to a worker, but a worker forked an instant
+    ago loses a SIGTERM that comes before Python's after-fork code (which clears the signals its
+    inherited handler noted)."""
+    for process in processes:
         try:
-            process.terminate()
+            process.kill()
         except (OSError, AttributeError, ValueError):      # already gone
             pass
-    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def cores() -> int:
@@ -93,14 +106,7 @@ def _ended_with(pool, before: frozenset):
 
     def ended(signum, frame):
         if os.getpid() == parent:
-            for process in _workers(pool, before):
-                try:
-                    # SIGKILL: what SIGTERM does to a worker (the default), but one forked
-                    # an instant ago loses a SIGTERM that comes before Python's after-fork
-                    # (which clears the signals its inherited handler noted)
-                    process.kill()
-                except (OSError, AttributeError, ValueError):      # already gone
-                    pass
+            _kill(_workers(pool, before))
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     return ended
@@ -112,18 +118,18 @@ def _workers(pool, before) -> list:
     one, then lists it: a signal between the two left it waiting for an item for ever)."""
     import multiprocessing
 
-    listed = list((getattr(pool, "_processes", None) or {}).values())
+    listed = _listed(pool)
     return listed + [p for p in multiprocessing.active_children()
                      if p not in listed and p not in before]
 
 
 @contextlib.contextmanager
-def _workers_end_with_the_parent(pool):
+def _workers_end_with_the_parent(pool, before: frozenset):
     """While `pool` works: SIGTERM to this process stops its workers too (`_ended_with`), where
     it would kill this process (a caller's own handler, or SIGTERM ignored, is left as it is: a
     handler that raises SystemExit stops them by forked_map's `except`); then the handler that
-    was there is put back. Only the main thread can set one: elsewhere, nothing changes."""
-    import multiprocessing
+    was there is put back. Only the main thread can set one: elsewhere, nothing changes.
+    `before`: this process's children before the pool (_workers)."""
     import signal
     import threading
 
@@ -131,7 +137,7 @@ def _workers_end_with_the_parent(pool):
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
-    signal.signal(signal.SIGTERM, _ended_with(pool, frozenset(multiprocessing.active_children())))
+    signal.signal(signal.SIGTERM, _ended_with(pool, before))
     try:
         yield
     finally:
@@ -164,15 +170,16 @@ def forked_map(fn, items, workers: int, chunksize: int = 1, safe=fork_safe, done
 
         try:
             ctx = multiprocessing.get_context("fork")
+            before = frozenset(multiprocessing.active_children())    # _workers: not the pool's
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                        initializer=_forked_started)
             # the handler set before a worker is forked, put back after the pool's shutdown
             # (which waits for the items left when one raised)
-            with _workers_end_with_the_parent(pool), pool:
+            with _workers_end_with_the_parent(pool, before), pool:
                 try:
                     return taken(pool.map(fn, items, chunksize=chunksize))
                 except (KeyboardInterrupt, SystemExit):   # Ctrl-C: the workers stop now
-                    terminate(pool)
+                    terminate(pool, before)
                     raise
         except (BrokenProcessPool, OSError, RuntimeError):
             pass                      # no processes to be had here: the work is done in this one

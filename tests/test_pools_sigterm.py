@@ -137,3 +137,44 @@ def test_a_worker_forked_as_the_sigterm_comes_ends_too(tmp_path):
     finally:
         _reap(parent, tmp_path)
     assert parent.returncode == -signal.SIGTERM
+
+
+# Ctrl-C (a KeyboardInterrupt in the parent) as a worker has been forked but before the pool
+# lists it: forked_map's `except` stopped the workers the pool listed (pools.terminate), and
+# the unlisted one waited for an item for ever (found at stop 67's review)
+CTRL_C_BETWEEN = textwrap.dedent("""
+    import os, sys, time
+    from multiprocessing import context
+    from astral_dsl.pools import forked_map
+
+    folder = sys.argv[1]
+    start = context.ForkProcess.start
+
+    def started(self):
+        start(self)
+        with open(os.path.join(folder, f"{self.pid}.pid"), "w") as f:
+            f.write("forked")
+        raise KeyboardInterrupt
+
+    context.ForkProcess.start = started
+    try:
+        forked_map(time.sleep, [120, 120], 2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+""")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists() or sys.platform != "linux",
+                    reason="process states read from /proc (Linux)")
+def test_a_worker_forked_as_ctrl_c_comes_ends_too(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", CTRL_C_BETWEEN, str(tmp_path)], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        parent.wait(GRACE_S)
+        workers = [int(p.stem) for p in tmp_path.glob("*.pid")]
+        assert len(workers) == 1, parent.stderr.read()
+        _until(lambda: not any(_alive(w) for w in workers), "the worker ended")
+    finally:
+        _reap(parent, tmp_path)
+    assert parent.returncode == 130

@@ -58,6 +58,7 @@ class LocalEngine:
         self.workers = local_workers("workers", workers) or cores()
         self._pool = None
         self._size = 0
+        self._before: frozenset = frozenset()
 
     @property
     def description(self) -> str:
@@ -74,6 +75,9 @@ class LocalEngine:
             from astral_dsl.pools import worker_started
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            # this process's children before the pool: abort stops a worker started but not
+            # yet listed by the pool too (pools.terminate)
+            self._before = frozenset(multiprocessing.active_children())
             self._pool = ProcessPoolExecutor(want,
                                              mp_context=multiprocessing.get_context(method),
                                              initializer=worker_started)
@@ -119,7 +123,7 @@ class LocalEngine:
         if pool is not None:
             from astral_dsl.pools import terminate
 
-            terminate(pool)
+            terminate(pool, self._before)
 
     def close(self) -> None:
         if self._pool is not None:
