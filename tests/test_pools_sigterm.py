@@ -100,8 +100,11 @@ def test_the_handler_is_put_back_and_the_workers_keep_the_default():
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
-# the SIGTERM comes as a worker has been forked but before the pool lists it
-# (ProcessPoolExecutor._spawn_process: `p.start()`, then `self._processes[p.pid] = p`)
+# the interruption comes as a worker has been forked but before the pool lists it
+# (ProcessPoolExecutor._spawn_process: `p.start()`, then `self._processes[p.pid] = p`): a
+# SIGTERM (the handler stopped the workers the pool listed), or Ctrl-C, a KeyboardInterrupt in
+# the parent (forked_map's `except`, pools.terminate, did the same, and the parent hung in the
+# pool's shutdown: stop 67's review)
 BETWEEN = textwrap.dedent("""
     import os, signal, sys, time
     from multiprocessing import context
@@ -114,47 +117,10 @@ BETWEEN = textwrap.dedent("""
         start(self)
         with open(os.path.join(folder, f"{self.pid}.pid"), "w") as f:
             f.write("forked")
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    context.ForkProcess.start = started
-    forked_map(time.sleep, [120, 120], 2)
-""")
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists() or sys.platform != "linux",
-                    reason="process states read from /proc (Linux)")
-def test_a_worker_forked_as_the_sigterm_comes_ends_too(tmp_path):
-    """The worker forked just before the SIGTERM, not yet in the pool's list, was left waiting
-    for an item for ever (the handler stopped the workers the pool listed)."""
-    parent = subprocess.Popen([sys.executable, "-c", BETWEEN, str(tmp_path)], cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO)},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        parent.wait(GRACE_S)
-        workers = [int(p.stem) for p in tmp_path.glob("*.pid")]
-        assert len(workers) == 1, parent.stderr.read()
-        _until(lambda: not any(_alive(w) for w in workers), "the worker ended")
-    finally:
-        _reap(parent, tmp_path)
-    assert parent.returncode == -signal.SIGTERM
-
-
-# Ctrl-C (a KeyboardInterrupt in the parent) as a worker has been forked but before the pool
-# lists it: forked_map's `except` stopped the workers the pool listed (pools.terminate), and
-# the unlisted one waited for an item for ever (found at stop 67's review)
-CTRL_C_BETWEEN = textwrap.dedent("""
-    import os, sys, time
-    from multiprocessing import context
-    from astral_dsl.pools import forked_map
-
-    folder = sys.argv[1]
-    start = context.ForkProcess.start
-
-    def started(self):
-        start(self)
-        with open(os.path.join(folder, f"{self.pid}.pid"), "w") as f:
-            f.write("forked")
-        raise KeyboardInterrupt
+        if sys.argv[2] == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            raise KeyboardInterrupt
 
     context.ForkProcess.start = started
     try:
@@ -166,9 +132,12 @@ CTRL_C_BETWEEN = textwrap.dedent("""
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists() or sys.platform != "linux",
                     reason="process states read from /proc (Linux)")
-def test_a_worker_forked_as_ctrl_c_comes_ends_too(tmp_path):
-    parent = subprocess.Popen([sys.executable, "-c", CTRL_C_BETWEEN, str(tmp_path)], cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO)},
+@pytest.mark.parametrize("interruption, status", [("sigterm", -signal.SIGTERM), ("ctrl-c", 130)])
+def test_a_worker_forked_as_the_interruption_comes_ends_too(tmp_path, interruption, status):
+    """The worker forked just before the interruption, not yet in the pool's list, was left
+    waiting for an item for ever (the workers the pool listed were stopped)."""
+    parent = subprocess.Popen([sys.executable, "-c", BETWEEN, str(tmp_path), interruption],
+                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         parent.wait(GRACE_S)
@@ -177,4 +146,4 @@ def test_a_worker_forked_as_ctrl_c_comes_ends_too(tmp_path):
         _until(lambda: not any(_alive(w) for w in workers), "the worker ended")
     finally:
         _reap(parent, tmp_path)
-    assert parent.returncode == 130
+    assert parent.returncode == status
