@@ -78,7 +78,7 @@ def test_a_problem_in_a_module_imported_indirectly_is_shown_on_the_import_that_l
     the import that brings it in (before: on the entry's first import, `import a`, which has
     nothing to do with it)."""
     from astral_dsl.lsp.analysis import analyse
-    from astral_dsl.lsp.published import placed
+    from astral_dsl.lsp.placed import placed
 
     (tmp_path / "astral.toml").write_text("")
     (tmp_path / "a.astral").write_text("gpu A { power = 700 W }\n")
@@ -119,7 +119,8 @@ def test_a_diagnostic_a_stdlib_template_causes_has_the_stdlibs_line_as_related_i
     stood in the stdlib, shown on the import line with its position in the message)."""
     from astral_dsl import resources
     from astral_dsl.lsp.analysis import analyse
-    from astral_dsl.lsp.published import converted, placed
+    from astral_dsl.lsp.placed import placed
+    from astral_dsl.lsp.published import converted
 
     text = "import stdlib.hardware { NVL72 }\nsite S {\n  racks = 2 x NVL72\n}\n"
     main = tmp_path / "main.astral"
@@ -145,7 +146,8 @@ def test_a_problem_in_an_imported_file_has_its_place_there_as_related_informatio
     """Shown on the import that brings it in, as before, and now with where it stands in the
     imported file as its relatedInformation."""
     from astral_dsl.lsp.analysis import analyse
-    from astral_dsl.lsp.published import converted, placed
+    from astral_dsl.lsp.placed import placed
+    from astral_dsl.lsp.published import converted
 
     (tmp_path / "astral.toml").write_text("")
     (tmp_path / "deep.astral").write_text("gpu D { power = 700 W }\nparam bad = 3 kW + 2 m\n")
@@ -179,7 +181,8 @@ def test_a_related_span_in_the_document_itself_is_placed_in_its_own_text_untitle
     had its related range in code points (3:47), not in the UTF-16 units of its three emoji
     before it (3:50) as its own range is."""
     from astral_dsl.lsp.analysis import analyse
-    from astral_dsl.lsp.published import converted, placed
+    from astral_dsl.lsp.placed import placed
+    from astral_dsl.lsp.published import converted
 
     uri = "untitled:Untitled-1"
     a = analyse(uri, None, SCENARIO, 1)
@@ -200,7 +203,8 @@ def test_a_related_span_in_a_file_that_became_a_fifo_is_not_waited_on(tmp_path):
     import threading
 
     from astral_dsl.lsp.analysis import analyse
-    from astral_dsl.lsp.published import converted, placed
+    from astral_dsl.lsp.placed import placed
+    from astral_dsl.lsp.published import converted
 
     (tmp_path / "astral.toml").write_text("")
     deep = tmp_path / "deep.astral"
@@ -234,7 +238,8 @@ def test_a_related_span_in_a_data_file_is_located_by_its_uri(tmp_path, monkeypat
     from astral_dsl.diagnostics import Diagnostic, Related, Severity, Span
     from astral_dsl.lsp.analysis import analyse
     from astral_dsl.lsp.positions import Lines
-    from astral_dsl.lsp.published import converted, placed, to_lsp
+    from astral_dsl.lsp.placed import placed
+    from astral_dsl.lsp.published import converted, to_lsp
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "astral.toml").write_text("")
@@ -269,7 +274,8 @@ def test_a_related_span_in_the_stdlib_is_the_installed_files_uri_wherever_it_is(
     from astral_dsl import resources
     from astral_dsl.lsp import features
     from astral_dsl.lsp.analysis import analyse
-    from astral_dsl.lsp.published import _uri, converted, placed
+    from astral_dsl.lsp.placed import _uri, placed
+    from astral_dsl.lsp.published import converted
 
     stdlib = tmp_path / "elsewhere" / "stdlib"
     shutil.copytree(resources.stdlib_dir(), stdlib)

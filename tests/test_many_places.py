@@ -13,7 +13,8 @@ from collections import Counter
 import astral_dsl
 from astral_dsl.diagnostics import MAX_PLACES, Diagnostic, Severity, Span, gathered
 from astral_dsl.lsp.analysis import analyse
-from astral_dsl.lsp.published import converted, placed
+from astral_dsl.lsp.placed import placed
+from astral_dsl.lsp.published import converted
 from astral_dsl.outputs.human import render
 from clirun import astral
 from test_lsp_publish import _Client

@@ -180,3 +180,14 @@ def test_the_lazy_seer_package_keeps_its_functions_names():
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["astral_dsl.seer", "astral_dsl.seer.envelope", "JobSpec",
                                   "astral_dsl.seer.validate"]
+
+
+def test_the_language_servers_fork_server_warms_up_without_the_protocols_types():
+    """lsp/warm.py, which the language server's fork server preloads, runs an analysis as a
+    worker does: it places the diagnostics (lsp/placed.py) but never converts them, so it
+    imports no lsprotocol (~0.25 s of imports at each server's start; `placed` lived in
+    lsp/published.py beside the protocol's conversion before stop 67)."""
+    modules = set(_run("import json, sys\nimport astral_dsl.lsp.warm\n"
+                       "print(json.dumps(sorted(sys.modules)))"))
+    assert "astral_dsl.lsp.placed" in modules
+    assert not {"lsprotocol", "lsprotocol.types", "astral_dsl.lsp.published"} & modules

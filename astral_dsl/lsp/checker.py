@@ -11,12 +11,12 @@ from astral_dsl.pools import limit_memory
 
 
 def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
-    """("ok", diagnostics) of the document, each placed in it (lsp/published.py: a problem in
+    """("ok", diagnostics) of the document, each placed in it (lsp/placed.py: a problem in
     an imported file on its import), or ("error", "Type: message") when the compiler itself
     failed. `open_texts`: the editor's text of the other open documents, by path."""
     from astral_dsl.lsp.analysis import analyse
     from astral_dsl.lsp.project import by_real_path
-    from astral_dsl.lsp.published import placed
+    from astral_dsl.lsp.placed import placed
 
     documents = by_real_path(open_texts)    # outside the try below: a path it could not
     #                                          resolve had ended this process (E000 everywhere)

@@ -1,76 +1,23 @@
 """What the editor is shown of an analysis's diagnostics: each placed in the document being
-edited (a problem in an imported file shown on the import that brings it in, its file and
-position in its message and its place there a related location; `placed`, run where the
-analysis ran, in the worker process), then converted to the LSP's (`to_lsp`: related spans as
-relatedInformation, the stdlib's line of a template the user's line brings in); and the one
+edited (lsp/placed.py, run where the analysis ran, in the worker process), then converted to
+the LSP's (`to_lsp`: related spans as relatedInformation, the stdlib's line of a template the
+user's line brings in); and the one
 diagnostic of an analysis that failed (E000), ran out of time (E407) or out of memory (E410)."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional
 
 import attrs
 from lsprotocol import types as lsp
 
-from astral_dsl.diagnostics import Diagnostic, Related, Severity
+from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.lsp.positions import Lines
 
 _SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
              Severity.WARNING: lsp.DiagnosticSeverity.Warning,
              Severity.INFO: lsp.DiagnosticSeverity.Information}
-
-
-def placed(a) -> Tuple[Diagnostic, ...]:
-    """The diagnostics of the analysis `a`, each with a span in its entry file (or none), and
-    its related spans' files named by their URIs (`to_lsp`'s locations)."""
-    return tuple(_uris(_place(d, a), a) for d in a.diagnostics)
-
-
-def _place(d: Diagnostic, a) -> Diagnostic:
-    span = d.span
-    if span is not None and span.file != a.entry.name:
-        # a problem in an imported file: shown on the import that brings it in, where it
-        # stands in that file its related location
-        where = "the imported file" if span.file in a.modules else "that file"   # a data file
-        return attrs.evolve(d, span=_import_span(a, span.file),
-                            message=f"{span.file}:{span.start.line}:{span.start.column}: "
-                                    f"{d.message}",
-                            related=(Related(span, f"where it stands, in {where}"),) + d.related)
-    if span is None and d.filename not in (None, a.entry.name):
-        return attrs.evolve(d, message=f"{d.filename}: {d.message}")
-    return d
-
-
-def _uris(d: Diagnostic, a) -> Diagnostic:
-    """`d` with each related span's file as the URI of its module (kept where it has none)."""
-    if not d.related:
-        return d
-    return attrs.evolve(d, related=tuple(
-        attrs.evolve(r, span=attrs.evolve(r.span, file=_uri(a, r.span.file)))
-        for r in d.related))
-
-
-def _uri(a, file: str) -> str:
-    """The URI of the file a span names: a module's, else a file of the design's that is no
-    module (an inventory's CSV, W231 at its row: named relative to the working directory, as
-    display_name names it; its relative name was the location's `uri`; a stdlib one by its
-    canonical name: resources.source_file), else `file` as it is (to_lsp then says it in the
-    message)."""
-    from astral_dsl.lsp.project import path_uri
-    from astral_dsl.resources import source_file
-
-    module = a.modules.get(file)
-    if module is not None and module.is_entry:
-        return a.uri
-    if module is not None and module.path is not None:
-        return path_uri(module.path)
-    try:
-        if module is None and source_file(file).is_file():
-            return path_uri(source_file(file))
-    except (OSError, ValueError):
-        pass
-    return file
 
 
 def to_lsp(d: Diagnostic, lines: Lines, lines_of: Optional[Callable] = None,
@@ -141,37 +88,6 @@ def converted(ls, found, text: str, uri: str) -> list:
     caps = getattr(getattr(ls, "client_capabilities", None), "text_document", None)
     shown = getattr(getattr(caps, "publish_diagnostics", None), "related_information", None)
     return [to_lsp(d, lines, lines_of, shown is True) for d in found]
-
-
-def _import_span(a, file: str):
-    """The import of the entry file that leads to `file`: directly, else through the modules it
-    imports (the first such import), else the entry's first import."""
-    from astral_dsl.syntax import ast
-
-    if a.entry.tree is None:
-        return None
-    target = a.modules.get(file)
-    by_key = {m.key: m for m in a.modules.values() if not m.is_entry}
-    imports = [item for item in a.entry.tree.items if isinstance(item, ast.Import)]
-    for item in imports:
-        if target is not None and _leads_to(item.dotted, target, by_key, set()):
-            return item.span
-    return imports[0].span if imports else None
-
-
-def _leads_to(key: str, target, by_key, seen) -> bool:
-    """Whether the module `key` is `target` or imports it, directly or not."""
-    from astral_dsl.syntax import ast
-
-    module = by_key.get(key)
-    if module is None or key in seen:
-        return False
-    if module is target:
-        return True
-    seen.add(key)
-    return module.tree is not None and any(
-        _leads_to(item.dotted, target, by_key, seen)
-        for item in module.tree.items if isinstance(item, ast.Import))
 
 
 def failed_analysis(uri: str, path: Optional[Path], text: str, version: int, exc: Exception):
