@@ -168,8 +168,9 @@ CONSTANTS: Tuple[Constant, ...] = (
              "(1) but for the SMs HybridEP's kernels take from that computation, 32 of a "
              "Blackwell GPU's 148 (Megatron-Bridge 0.6.0 perf_recipes/_common.py "
              "`_benchmark_common`: moe_hybridep_num_sms = 32): 1 - 32/148 = 0.78"),
-    Constant("a2a_eff", "fraction of the link bandwidth an expert-parallel all-to-all reaches "
-             "with NCCL's all-to-all (many small messages, no in-network reduction)", "",
+    Constant("a2a_eff", "fraction of NVLink's bandwidth an expert-parallel all-to-all reaches "
+             "with NCCL's all-to-all (many small messages, no in-network reduction; its sends "
+             "between hosts at NET_EFF, seer/comm.py all_to_all)", "",
              (0.05, 1.0), (0.4, 0.8),
              "an assumed range: nccl-tests alltoall reaches about half to three quarters of the "
              "bus bandwidth of all-reduce on DGX H100 (NVIDIA nccl-tests performance notes)"),
