@@ -219,8 +219,9 @@ def all_to_all(net: Network, lay: Layout, nbytes: float, eff: float = NVLINK_EFF
     included). NCCL has no all-to-all algorithm of its own: Megatron-Core 0.16.1's alltoall
     dispatcher calls torch.distributed.all_to_all_single (tensor_parallel/mappings.py
     `_AllToAll`), which PyTorch's NCCL backend runs as torch::cuda::nccl::
-    all2all_single_unequal_split (torch/csrc/cuda/nccl.h), one ncclSend and one ncclRecv per
-    peer in a group, and NCCL carries a send to another host over its network transport, as it
+    all2all_single_unequal_split (declared in the torch wheel's torch/csrc/cuda/nccl.h; its
+    nccl.cpp, PyTorch's source, not the wheel's), one ncclSend and one ncclRecv per peer in a
+    group, and NCCL carries a send to another host over its network transport, as it
     does the pipeline's sends and the inter-host steps of its rings and trees. Until stop 67
     both sides were priced at `eff`."""
     n = lay.n
