@@ -141,7 +141,8 @@ def test_a_256_gpu_ep64_job_prices_its_slowest_ep_group(nvl):
     16 + 48, 24 + 40), rank 0's inside domain 0: the all-to-all is priced by group 1, over the
     network (the spine: its GPUs cross rails) on the 8 NICs of its thinner side. With
     `hosts_per_rack = 16` the domain is the job's 64 GPUs of a rack: every group inside one, on
-    NVLink. S = 1 GB per rank, at the fitted a2a_eff `eff` of the link's bandwidth."""
+    NVLink. S = 1 GB per rank, at the fitted a2a_eff `eff` of NVLink's bandwidth and NET_EFF
+    (0.9) of the NIC's (NCCL's sends between hosts, comm.all_to_all)."""
     on16 = astral_dsl.forecast(nvl, job="on16").detail
     packed = astral_dsl.forecast(nvl, job="packed").detail
     layout = attrs.evolve(packed.job.parallel, tp=1, pp=4, dp=64, ep=64)
@@ -151,12 +152,14 @@ def test_a_256_gpu_ep64_job_prices_its_slowest_ep_group(nvl):
     assert (net.nvlink_bw, net.nic_bw) == (900e9, 50e9)   # NVLink 5; a 400 Gb/s NIC a GPU
     eff, s = 0.5, 1e9
     # inside: the 55 others of its fullest domain on NVLink; outside: the 56 of 64 elsewhere on
-    # the GPU's NIC; alpha: 5 us + 3 switches x 0.15 us, log2(2 domains) steps
+    # the GPU's NIC at NET_EFF, whatever `eff`; alpha: 5 us + 3 switches x 0.15 us, log2(2
+    # domains) steps
     inside = 55 / 64 * s / (900e9 * eff)
-    outside = 56 / 64 * s / (50e9 * eff)
+    outside = 56 / 64 * s / (50e9 * 0.9)
     want = 7e-6 + max(inside, outside) + 5.45e-6 * 1
     assert comm.all_to_all(net, ep, s, eff) == pytest.approx(want, rel=1e-12)
-    assert want == pytest.approx(35.0125e-3, rel=1e-5)
+    assert want == pytest.approx(19.4569e-3, rel=1e-5)
+    assert comm.all_to_all(net, ep, s, 0.25) == pytest.approx(want, rel=1e-12)
     ep16 = groups(on16.job.with_(parallel=layout), on16.net)["ep"]
     assert (ep16.n, ep16.hosts, ep16.hops) == (64, 1, 0)
     # one domain: 63 of 64 on NVLink, 63 steps of 0.6 us / 4

@@ -61,3 +61,55 @@ def test_only_the_exposed_share_delays_the_experts(ops):
     assert over["unsort by local expert"].start == pytest.approx(over["expert fc2"].end)
     assert over["ep combine all-to-all"].start == pytest.approx(
         over["unsort by local expert"].end)
+
+
+def _segments(template, layer):
+    """(all-to-all seconds, compute seconds before, between and after the layer's two
+    all-to-alls) of one MoE layer of a block template."""
+    ops = sorted((o for o in template.ops if o.layer == layer), key=lambda o: o.start)
+    parts, t, a2a = [0.0], 0.0, 0
+    for o in ops:
+        if "all-to-all" in o.name:
+            t += o.dur
+            if "(overlapped)" not in o.name:
+                a2a += 1
+                parts.append(0.0)
+        elif o.stream == "compute":
+            parts[-1] += o.dur
+    assert a2a == 2
+    return t / 2, parts
+
+
+def test_the_prior_is_the_schedule_plans_reading():
+    """`ep_hidden`'s prior (docs/seer.md, stop 67): Megatron-Core 0.16.0's
+    TransformerLayerSchedulePlan.run puts each all-to-all beside a computation of the other
+    micro-batch, which hides all of it when longer (1), less the SMs HybridEP takes from that
+    computation, 32 of 148 (0.78). It was 0 - 0.8, an assumed range."""
+    from astral_dsl.seer.calibration import BY_NAME
+
+    lo, hi = BY_NAME["ep_hidden"].prior
+    assert lo == pytest.approx(1 - 32 / 148, abs=0.005) and hi == 1.0
+
+
+def test_the_paired_computations_outlast_the_all_to_alls():
+    """What the prior rests on, on an overlapped row of the tables: NeMo 26.06's DeepSeek-V3 in
+    MXFP8 on 256 GB200s (r021, EP 64, Megatron-Core's combined 1F1B). Each all-to-all's pair
+    (model_chunk_schedule_plan.py): the backward's combine | the forward's attention, the
+    forward's dispatch | the backward's experts, the backward's dispatch | the forward's
+    experts, the forward's combine | the backward's attention; each computation is over twice
+    as long (3.5 to 7 times here)."""
+    from astral_dsl.runs.evaluate import prepare_row
+    from astral_dsl.runs.table import read_table
+    from astral_dsl.seer.calibration import RUN_FILES
+    from astral_dsl.seer.forecast import run
+
+    row = next(r for r in read_table(RUN_FILES["modern"]).runs if r.id == "r021")
+    p = prepare_row(row)
+    assert p.spec.ep_overlap
+    fc = run(p.spec, p.gpu, p.net, calibration=shipped())
+    low = fc.lowering
+    fwd, bwd = (low.template(fc.stage, 0, ph) for ph in "FB")
+    layer = next(o.layer for o in fwd.ops if o.name == "ep dispatch all-to-all")
+    t_f, (attn_f, mlp_f, _) = _segments(fwd, layer)
+    t_b, (_, mlp_b, attn_b) = _segments(bwd, layer)
+    assert min(attn_f, mlp_b, mlp_f, attn_b) > 2 * max(t_f, t_b) > 0

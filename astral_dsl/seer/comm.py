@@ -212,15 +212,25 @@ all_gather = reduce_scatter
 
 
 def all_to_all(net: Network, lay: Layout, nbytes: float, eff: float = NVLINK_EFF) -> float:
-    """Each rank holds nbytes and sends (n-1)/n of it, a share to every other rank, at `eff` of
-    each link's bandwidth (the expert-parallel dispatcher's: seer/calibration `a2a_eff`)."""
+    """Each rank holds nbytes and sends (n-1)/n of it, a share to every other rank: to the
+    ranks of its host (NVLink domain) at `eff` of NVLink's bandwidth (the expert-parallel
+    dispatcher's: seer/calibration `a2a_eff`, whose prior is one DGX H100's all-to-all), to the
+    others over its NIC at NET_EFF, as every NCCL transfer between hosts is priced (p2p's
+    included). NCCL has no all-to-all algorithm of its own: Megatron-Core 0.16.1's alltoall
+    dispatcher calls torch.distributed.all_to_all_single (tensor_parallel/mappings.py
+    `_AllToAll`), which PyTorch's NCCL backend runs as torch::cuda::nccl::
+    all2all_single_unequal_split (declared in the torch wheel's torch/csrc/cuda/nccl.h; its
+    nccl.cpp, PyTorch's source, not the wheel's), one ncclSend and one ncclRecv per peer in a
+    group, and NCCL carries a send to another host over its network transport, as it
+    does the pipeline's sends and the inter-host steps of its rings and trees. Until stop 67
+    both sides were priced at `eff`."""
     n = lay.n
     if n <= 1 or nbytes <= 0:
         return 0.0
     inside = (lay.crowd - 1) / n * nbytes / (net.nvlink_bw * eff)
     if lay.hosts <= 1:
         return BASE_S + inside + (n - 1) * NVLINK_STEP_S / 4
-    outside = (n - lay.per_host) / n * nbytes / (lay.net_bw * eff)
+    outside = (n - lay.per_host) / n * nbytes / (lay.net_bw * NET_EFF)
     return BASE_S + max(inside, outside) + lay.alpha_net * math.log2(lay.hosts)
 
 

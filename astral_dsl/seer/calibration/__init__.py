@@ -160,10 +160,17 @@ CONSTANTS: Tuple[Constant, ...] = (
     Constant("ep_hidden", "share of the expert-parallel all-to-all time the MoE recipes hide "
              "behind computation (Megatron-Core's overlap of one micro-batch's dispatch and "
              "combine with another's computation; DeepEP's overlap)", "", (0.0, 1.0),
-             (0.0, 0.8), "an assumed range: from none to most of it (DeepSeek-V3 technical "
-             "report, section 3.2.1: DualPipe hides nearly all of it)"),
-    Constant("a2a_eff", "fraction of the link bandwidth an expert-parallel all-to-all reaches "
-             "with NCCL's all-to-all (many small messages, no in-network reduction)", "",
+             (0.78, 1.0), "Megatron-Core 0.16.0 models/common/model_chunk_schedule_plan.py, "
+             "TransformerLayerSchedulePlan.run: each dispatch and combine runs on the comm "
+             "stream beside a paired computation of the other micro-batch (combine bwd | attn "
+             "fwd, dispatch fwd and bwd | mlp bwd, dw and fwd, combine fwd | attn bwd), longer "
+             "than the all-to-all on every overlapped row of the tables, so all of it is hidden "
+             "(1) but for the SMs HybridEP's kernels take from that computation, 32 of a "
+             "Blackwell GPU's 148 (Megatron-Bridge 0.6.0 perf_recipes/_common.py "
+             "`_benchmark_common`: moe_hybridep_num_sms = 32): 1 - 32/148 = 0.78"),
+    Constant("a2a_eff", "fraction of NVLink's bandwidth an expert-parallel all-to-all reaches "
+             "with NCCL's all-to-all (many small messages, no in-network reduction; its sends "
+             "between hosts at NET_EFF, seer/comm.py all_to_all)", "",
              (0.05, 1.0), (0.4, 0.8),
              "an assumed range: nccl-tests alltoall reaches about half to three quarters of the "
              "bus bandwidth of all-reduce on DGX H100 (NVIDIA nccl-tests performance notes)"),
