@@ -144,3 +144,37 @@ def test_a_device_name_taken_again_in_another_site_is_cabled_in_its_site(tmp_pat
     assert ends == {("Cluster", "node-1"), ("Other", "node-1")}
     assert all(c["side_a_site"] == c["side_b_site"] == c["description"].split(".", 1)[0]
                for c in cables)
+
+
+def _free_by_search(names):
+    """The slugs as the export gave them before stop 68: each searched from `-2` again."""
+    out, taken = {}, set()
+    from astral_dsl.outputs.netbox_names import slug
+    for name in names:
+        if name in out:
+            continue
+        base, n = slug(name), 1
+        s = base
+        while s in taken:
+            n += 1
+            s = f"{base[:100 - len(str(n)) - 1]}-{n}"
+        taken.add(s)
+        out[name] = s
+    return out
+
+
+def test_slugs_resume_each_base_where_it_stopped_and_give_what_a_search_from_2_gave():
+    """netbox_names.slugs: locations whose paths share their first 100 characters slug alike;
+    each base's count resumes where it stopped (N of them cost N checks, not N^2 / 2), which
+    gives the slugs the search from `-2` gave, names that slug to `base-N` themselves among
+    them, each unique and within NetBox's 100 characters."""
+    from astral_dsl.outputs.netbox_names import slugs
+
+    long = "site." + "hall" * 30
+    names = [f"{long}.pod{i}" for i in range(400)] + ["a", "a-2", "A", "a", "a-3", "A!"] \
+        + [f"{long}.rack{i}" for i in range(50)] + [long[:100] + "-7"]
+    got = slugs(names)
+    assert got == _free_by_search(names)
+    assert len(set(got.values())) == len(got) and max(map(len, got.values())) <= 100
+    assert [got[n] for n in ("a", "a-2", "A", "a-3", "A!")] == ["a", "a-2", "a-3", "a-3-2",
+                                                                  "a-4"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List
 
 from astral_dsl.diagnostics import Diagnostic, Severity, excerpt
+from astral_dsl.outputs.tally import Tally, more_like_it
 
 # (what NetBox calls it, its max_length)
 SITE = ("a site's name (dcim.Site.name)", 100)
@@ -42,23 +43,21 @@ class _Found:
     """The too-long values, grouped by (limit, span): the first of each, and how many."""
 
     def __init__(self):
-        self.groups: Dict[tuple, list] = {}
+        self.groups = Tally()
 
     def add(self, limit, text: str, span, where: str, hint: str) -> None:
         if len(text) > limit[1]:
-            entry = self.groups.setdefault((limit, span), [text, where, hint, 0])
-            entry[3] += 1
+            self.groups.add((limit, span), (text, where, hint))
 
     def diagnostics(self, file) -> List[Diagnostic]:
         out = []
-        for ((what, most), span), (text, where, hint, count) in self.groups.items():
-            more = f"; {count - 1:,} more like it" if count > 1 else ""
+        for ((what, most), span), (text, where, hint), count in self.groups:
             of = "" if where in text else f"{where}: "      # (a path: the text says it)
             out.append(Diagnostic(
                 "E705", Severity.ERROR,
-                f"{of}`{excerpt(text, 80)}` ({len(text):,} characters{more}) is longer than "
-                f"the {most} characters NetBox takes for {what}: its import would refuse the "
-                f"row", span, hint, file=file))
+                f"{of}`{excerpt(text, 80)}` ({len(text):,} characters{more_like_it(count)}) is "
+                f"longer than the {most} characters NetBox takes for {what}: its import would "
+                f"refuse the row", span, hint, file=file))
         return out
 
 

@@ -28,6 +28,8 @@ from typing import Dict, Iterable, List
 
 import attrs
 
+from astral_dsl.outputs.tally import Tally, more_like_it
+
 
 def slug(text: str) -> str:
     """NetBox's slug: lower-case letters, digits, `-` and `_`; a letter with an accent or a
@@ -39,14 +41,25 @@ def slug(text: str) -> str:
     return out[:100] or "x"
 
 
-def _free(base: str, taken: set) -> str:
-    """`base`, else `base-2`, `base-3`, ... : the first not in `taken` (which it joins)."""
-    n, out = 1, base
-    while out in taken:
-        n += 1
-        out = f"{base[:100 - len(str(n)) - 1]}-{n}"
-    taken.add(out)
-    return out
+class _Free:
+    """Slugs unique among those it gave (`taken`): `base`, else `base-2`, `base-3`, ... (cut to
+    NetBox's 100 characters), the first not taken. Each base's count resumes where its last
+    search stopped (every slug below it was taken then, and stays taken), so that N names of one
+    slug cost N checks, not N^2 / 2 (thousands of locations whose paths share their first 100
+    characters)."""
+
+    def __init__(self):
+        self.taken: set = set()
+        self._last: Dict[str, int] = {}
+
+    def __call__(self, base: str) -> str:
+        out, n = base, self._last.get(base, 1)
+        while out in self.taken:
+            n += 1
+            out = f"{base[:100 - len(str(n)) - 1]}-{n}"
+        self._last[base] = n
+        self.taken.add(out)
+        return out
 
 
 def slugs(names: Iterable[str]) -> Dict[str, str]:
@@ -54,10 +67,10 @@ def slugs(names: Iterable[str]) -> Dict[str, str]:
     manufacturer's, a site's or location's (of a path: cut to 100 characters, two long paths
     that differ past them had one)."""
     out: Dict[str, str] = {}
-    taken: set = set()
+    free = _Free()
     for name in names:
         if name not in out:
-            out[name] = _free(slug(name), taken)
+            out[name] = free(slug(name))
     return out
 
 
@@ -92,18 +105,18 @@ def distinct(types: Dict[object, "DeviceType"], makers: Dict[str, str],
     named apart: its slug unique (made from its manufacturer's, `makers`), and its model too
     where another type of its manufacturer has that model (said in `notes`)."""
     renamed: Dict[object, object] = {}
-    taken: set = set()
+    free = _Free()
     models: set = set()
     for t in types.values():
         if t in renamed:
             continue
         model, n = t.model, 1
         maker = makers[t.manufacturer]
-        while (maker, model.lower()) in models or slug(f"{maker}-{model}") in taken:
+        while (maker, model.lower()) in models or slug(f"{maker}-{model}") in free.taken:
             n += 1
             model = f"{t.model} ({n})"
         models.add((maker, model.lower()))
-        renamed[t] = attrs.evolve(t, model=model, slug=_free(slug(f"{maker}-{model}"), taken))
+        renamed[t] = attrs.evolve(t, model=model, slug=free(slug(f"{maker}-{model}")))
         if model != t.model:
             notes.append(f"device type {t.model} of {t.manufacturer} is exported as {model}: "
                          f"another device type has its name or its slug ({t.slug}), and "
@@ -111,17 +124,17 @@ def distinct(types: Dict[object, "DeviceType"], makers: Dict[str, str],
     return {key: renamed[t] for key, t in types.items()}
 
 
-def _alike(rows, said_at) -> Dict[object, list]:
+def _alike(rows, said_at) -> Tally:
     """`rows`: (key, path, *more); for each row whose key a row before it had, grouped by where
-    it is said (`said_at(path, *more)`: (span, what the message needs)): [its path, the first
-    row's path, what the message needs, how many rows] of the first such row of each span."""
+    it is said (`said_at(path, *more)`: (span, what the message needs)): the first such row of
+    each span, (its path, the first row's path, what the message needs), and how many rows."""
     first: Dict[object, str] = {}
-    groups: Dict[object, list] = {}
+    groups = Tally()
     for key, path, *more in rows:
         other = first.setdefault(key, path)
         if other != path:
             span, said = said_at(path, *more)
-            groups.setdefault(span, [path, other, said, 0])[3] += 1
+            groups.add(span, (path, other, said))
     return groups
 
 
@@ -149,12 +162,11 @@ def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
     groups = _alike((((site, names[path].lower()), path, site, declared)
                      for path, site, declared in written), said_at)
     out = []
-    for span, (path, other, (site, by_row), count) in groups.items():
-        more = f"; {count - 1:,} more like it" if count > 1 else ""
+    for span, (path, other, (site, by_row)), count in groups:
         out.append(Diagnostic(
             "E706", Severity.ERROR, f"`{names[path]}` ({path}) and `{names[other]}` ({other}) "
-            f"are one device name to NetBox in site {names[site]}{more}: NetBox keeps a "
-            "device's name unique per site and tenant whatever its case (dcim.Device: "
+            f"are one device name to NetBox in site {names[site]}{more_like_it(count)}: NetBox "
+            "keeps a device's name unique per site and tenant whatever its case (dcim.Device: "
             "UniqueConstraint(Lower('name'), 'site', 'tenant')), and its import would refuse "
             "the second", span,
             "the inventory's row names it: give it a name no other device of its site has, in "
@@ -179,13 +191,12 @@ def same_panel_name(panels, by_path, file) -> List:
     groups = _alike((((site, name), path, site, name) for site, _location, name, path in panels),
                     said_at)
     out = []
-    for span, (path, other, (site, name), count) in groups.items():
-        more = f"; {count - 1:,} more like it" if count > 1 else ""
+    for span, (path, other, (site, name)), count in groups:
         out.append(Diagnostic(
             "E708", Severity.ERROR, f"the power panel `{name}` of {path} is the panel of "
-            f"{other} too, in site {site}{more}: NetBox keeps a power panel's name unique per "
-            "site (dcim.PowerPanel: UniqueConstraint of site and name), and its import would "
-            "refuse the second", span,
+            f"{other} too, in site {site}{more_like_it(count)}: NetBox keeps a power panel's "
+            "name unique per site (dcim.PowerPanel: UniqueConstraint of site and name), and its "
+            "import would refuse the second", span,
             "a panel is named after the part that declares its feeders: tell the parts' names "
             "apart in their site (`name = \"row{pod}-{row}\"`)", file=file))
     return out

@@ -32,6 +32,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.outputs.netbox_required import _name
+from astral_dsl.outputs.tally import Tally, more_like_it
 
 RACK_U_MAX = 100              # dcim/constants.py RACK_U_HEIGHT_MAX
 SMALL = 32767                 # the largest a (Positive)SmallIntegerField holds
@@ -45,12 +46,11 @@ class Bounds:
     many."""
 
     def __init__(self):
-        self.groups: Dict[tuple, list] = {}
+        self.groups = Tally()
         self.left_out: List[str] = []       # the feeders of each feed left out (W709)
 
     def _add(self, inst, field: str, message: str, span, hint: str, code="E709") -> None:
-        entry = self.groups.setdefault((id(inst), field, code), [message, span, hint, 0, code])
-        entry[3] += 1
+        self.groups.add((id(inst), field, code), (message, span, hint))
 
     def rack(self, inst, text: str) -> None:
         """racks.csv's `u_height` of a replica of rack `inst`."""
@@ -137,10 +137,10 @@ class Bounds:
     def diagnostics(self, file, code: str = "E709") -> List[Diagnostic]:
         """The E709 (nothing is written), or the W709 (the files are written)."""
         out = []
-        for message, span, hint, count, said in self.groups.values():
+        for (_inst, _field, said), (message, span, hint), count in self.groups:
             if said != code:
                 continue
-            more = f" ({count - 1:,} more like it)" if count > 1 else ""
+            more = more_like_it(count, " ({} more like it)")
             head, _, tail = message.partition(": ")
             severity = Severity.ERROR if code == "E709" else Severity.WARNING
             out.append(Diagnostic(code, severity, f"{head}{more}: {tail}", span, hint,

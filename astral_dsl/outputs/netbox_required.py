@@ -58,7 +58,7 @@ def _name(inst) -> str:
     return inst.template or inst.path
 
 
-def _whole(value: float) -> str:
+def _whole_units(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
@@ -101,7 +101,7 @@ def rack_height(inst, top: Optional[float], said: Assumed) -> str:
     top of its hosts where they reach higher (`top`: the highest unit they take)."""
     q = inst.field("units")
     if isinstance(q, Quantity):
-        return _whole(q.value_in("U"))
+        return _whole_units(q.value_in("U"))
     need = math.ceil(top - 1e-9) if top else 0
     if need > RACK_HEIGHT:
         what = f"{need} U, the top of the hosts it holds"
@@ -117,7 +117,7 @@ def type_height(inst, said: Assumed) -> str:
     """device_types.csv's `u_height`: the host's or switch's `units`, else NetBox's 1 (W707)."""
     q = inst.field("units")
     if isinstance(q, Quantity):
-        return _whole(q.value_in("U"))
+        return _whole_units(q.value_in("U"))
     said.add(inst, "units", f"{inst.kind} `{_name(inst)}` declares no `units`: NetBox requires "
                             f"a device type's height, and device_types.csv gives it NetBox's "
                             f"default, {DEVICE_HEIGHT} U",
