@@ -211,3 +211,30 @@ def test_docs_diagnostics_md_shows_what_w709_prints(tmp_path):
                           "site S {\n  racks = 2 x R\n"
                           "  feeder mv { current = ac, voltage = 34.5 kV, capacity = 2 MW,\n"
                           "              max_utilization = 80 %, serves = racks }\n}\n")
+
+
+def test_a_fractional_rating_or_share_is_written_rounded_down_and_said(tmp_path):
+    """NetBox holds a feed's amperage and max_utilization as whole numbers: they had been
+    rounded down without a word. A declared `ampacity` of 62.5 A is written 62 A and a declared
+    `max_utilization` of 80.5 % is written 80 %, each with W709 at its field (rounded down: a
+    rating and a share are limits); an amperage derived from a `capacity` at its voltage (100
+    kW at 400 V three-phase, power factor 0.95: 100,000 / (sqrt(3) x 400 x 0.95) = 151.93 A) is
+    written 151 A, which the export's note says (the user wrote no amperage to correct)."""
+    proc, out = _export(tmp_path, _design(feeder="voltage = 400 V").replace(
+        "max_utilization = 80 %", "max_utilization = 80.5 %").replace(
+        "}\n}", "}\n  feeder g { current = dc, voltage = 48 V, ampacity = 62.5 A,\n"
+                 "             max_utilization = 90 %, serves = racks }\n}"))
+    assert proc.returncode == 0, proc.stderr
+    assert _w709(proc.stderr) == [
+        "warning[W709]: feeder `S.f` may carry 80.50 % of its rating: NetBox takes a feed's "
+        "max_utilization in whole percent (dcim.PowerFeed.max_utilization, a "
+        "PositiveSmallIntegerField), and power_feeds.csv gives it 80 %, rounded down (a limit)",
+        "warning[W709]: feeder `S.g` is rated 62.50 A: NetBox takes a feed's amperage in whole "
+        "amperes (dcim.PowerFeed.amperage, a PositiveSmallIntegerField), and power_feeds.csv "
+        "gives it 62 A, rounded down (a rating is a limit the feed must not pass)"]
+    assert "d.astral:6:51" in proc.stderr and "d.astral:7:55" in proc.stderr   # at the fields
+    assert [(r["name"], r["amperage"], r["max_utilization"])
+            for r in _rows(out / "power_feeds.csv")] == [("f", "151", "80"), ("g", "62", "90")]
+    assert "note: power_feeds.csv: amperages derived from a feeder's capacity at its voltage " \
+           "(or its cable's ampacity) are written rounded down to whole amperes, as NetBox " \
+           "holds them: S.f 151.93 -> 151 A" in proc.stdout

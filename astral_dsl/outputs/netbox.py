@@ -162,6 +162,13 @@ def write(design, directory: str, devices=None) -> Written:
         notes.append(f"power_feeds.csv: {len(bounds.left_out):,} feed(s) of feeder(s) "
                      f"{', '.join(sorted(set(bounds.left_out)))} left out: NetBox cannot hold "
                      f"their voltage or amperage (W709)")
+    if bounds.rounded:
+        each = [f"{path} {amps:,.2f} -> {whole:,} A"
+                for path, (amps, whole) in sorted(bounds.rounded.items())]
+        notes.append("power_feeds.csv: amperages derived from a feeder's capacity at its "
+                     "voltage (or its cable's ampacity) are written rounded down to whole "
+                     "amperes, as NetBox holds them: " + ", ".join(each[:5])
+                     + (f" and {len(each) - 5:,} more" if len(each) > 5 else ""))
     return Written(tuple(files), tuple(notes), (),
                    tuple(said.diagnostics()) + tuple(bounds.diagnostics(design.file, "W709")))
 

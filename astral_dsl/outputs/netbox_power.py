@@ -45,7 +45,8 @@ def power(design, found: List[Part], names, said, bounds) -> Tuple[List[tuple], 
                     names[p.site], panel, f"{name}" + (f"-{i + 1}" if n > 1 else ""), STATUS,
                     "redundant" if side == "B" else "primary", current or "",
                     phase(current, phases), volts, amperage,
-                    feed_utilization(feeder, said), f"{p.path}.{name}"))
+                    bounds.utilization(feeder, feed_utilization(feeder, said)),
+                    f"{p.path}.{name}"))
     return panels, feeds
 
 

@@ -26,6 +26,7 @@ A rack's `width` is E707 (netbox_required.py). One E709 (W709) is said for each 
 declaration, with the first value of its replicas that NetBox refuses and how many more."""
 from __future__ import annotations
 
+import math
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Dict, List, Optional, Tuple
@@ -48,6 +49,9 @@ class Bounds:
     def __init__(self):
         self.groups = Tally()
         self.left_out: List[str] = []       # the feeders of each feed left out (W709)
+        # feeder -> (its amperage, whole amperes written): derived from its capacity or its
+        # cable's table, not a number the user wrote (netbox.py's note says it)
+        self.rounded: Dict[str, Tuple[float, int]] = {}
 
     def _add(self, inst, field: str, message: str, span, hint: str, code="E709") -> None:
         self.groups.add((id(inst), field, code), (message, span, hint))
@@ -83,11 +87,12 @@ class Bounds:
                   "declare its height in whole or half rack units, e.g. `units = 2 U` or "
                   "`units = 1.5 U`")
 
-    def feed(self, feeder, voltage: str, amperage: str) -> Optional[Tuple[str, str]]:
+    def feed(self, feeder, voltage: str, amperage: float) -> Optional[Tuple[str, str]]:
         """power_feeds.csv's `voltage` and `amperage` of a feed of `feeder`, as NetBox holds
-        them: a fractional voltage rounded to whole volts, an amperage under 1 A written 1 A
-        (W709 says each); None, the feed left out (W709), where NetBox cannot hold the voltage
-        or the amperage (nothing in NetBox refers to a feed: the rest is written)."""
+        them: a fractional voltage rounded to whole volts, a fractional amperage rounded down
+        to whole amperes (the rating is a limit), one under 1 A written 1 A (W709 says each);
+        None, the feed left out (W709), where NetBox cannot hold the voltage or the amperage
+        (nothing in NetBox refers to a feed: the rest is written)."""
         out, said, declared = [], [], voltage
         if voltage and not _whole(voltage):
             written = int(Decimal(voltage).to_integral_value(ROUND_HALF_UP))
@@ -109,9 +114,10 @@ class Bounds:
                         "the feeder that serves the racks at the voltage its panel takes (after "
                         "the transformer)" if int(voltage) > SMALL else
                         "declare the nominal voltage in whole volts, e.g. `voltage = 48 V`"))
-        if int(amperage) > SMALL:
+        amps = math.floor(amperage + 1e-9)
+        if amps > SMALL:
             out.append(("amperage",
-                        f"feeder `{feeder.path}` is rated {int(amperage):,} A: not written to "
+                        f"feeder `{feeder.path}` is rated {amps:,} A: not written to "
                         f"power_feeds.csv, as NetBox cannot hold it: a feed's amperage is at "
                         f"most {SMALL:,} A (dcim.PowerFeed.amperage, a "
                         f"PositiveSmallIntegerField), and its import would refuse the feed",
@@ -119,20 +125,50 @@ class Bounds:
                         "declare it as feeders sharing the load, each rated within NetBox's "
                         "range (`count = 2`, each with its share of the `capacity` or the "
                         "`conductors`)"))
-        elif int(amperage) < 1:
+        elif amps < 1:
             said.append(("amperage",
                          f"feeder `{feeder.path}` is rated under 1 A: NetBox takes a feed's "
                          f"amperage from 1 A (dcim.PowerFeed.amperage, MinValueValidator(1)), "
                          f"and power_feeds.csv gives it 1 A", feeder.span_of(
                              _amperage_field(feeder)),
                          "declare the feeder's rating, 1 A or more"))
-            amperage = "1"
+            amps = 1
+        elif amperage - amps > 1e-9:
+            field = _amperage_field(feeder)
+            if field == "ampacity":             # a number the user wrote: W709
+                said.append(("amperage",
+                             f"feeder `{feeder.path}` is rated {amperage:,.2f} A: NetBox takes "
+                             f"a feed's amperage in whole amperes (dcim.PowerFeed.amperage, a "
+                             f"PositiveSmallIntegerField), and power_feeds.csv gives it "
+                             f"{amps:,} A, rounded down (a rating is a limit the feed must not "
+                             f"pass)", feeder.span_of(field),
+                             "declare the rating in whole amperes"))
+            else:                               # derived: the export's note says it
+                self.rounded.setdefault(feeder.path, (amperage, amps))
+        amperage = str(amps)
         for field, message, span, hint in out or said:
             self._add(feeder, field, message, span, hint, "W709")
         if out:
             self.left_out.append(feeder.path)
             return None
         return voltage, amperage
+
+    def utilization(self, feeder, percent: float) -> str:
+        """power_feeds.csv's `max_utilization` of a feed of `feeder`: whole percent, as NetBox
+        holds it (dcim.PowerFeed.max_utilization, a PositiveSmallIntegerField from 1 to 100;
+        E309 keeps a declared share within 1-100 % at check time), a fractional share rounded
+        down (W709)."""
+        whole = math.floor(percent + 1e-9)
+        if percent - whole > 1e-9:
+            self._add(feeder, "max_utilization",
+                      f"feeder `{feeder.path}` may carry {percent:,.2f} % of its rating: NetBox "
+                      f"takes a feed's max_utilization in whole percent "
+                      f"(dcim.PowerFeed.max_utilization, a PositiveSmallIntegerField), and "
+                      f"power_feeds.csv gives it {whole} %, rounded down (a limit)",
+                      feeder.span_of("max_utilization"),
+                      "declare the share in whole percent, e.g. `max_utilization = 80 %`",
+                      "W709")
+        return str(max(1, whole))
 
     def diagnostics(self, file, code: str = "E709") -> List[Diagnostic]:
         """The E709 (nothing is written), or the W709 (the files are written)."""

@@ -143,49 +143,39 @@ def ampacity(feeder, by_path) -> Optional[float]:
         return None
 
 
-def feed_amperage(feeder, by_path, said: Assumed) -> str:
-    """power_feeds.csv's `amperage` (whole amperes, rounded down: NetBox takes integers): the
-    feeder's `ampacity` (else its `cable`'s at its `conductor_area`) times its
-    `conductors`; else the current of its `capacity` at its `voltage`; else NetBox's 15 A
-    (W707). Under 1 A it is 0, which netbox_ranges.py writes as 1 A with W709."""
+def feed_amperage(feeder, by_path, said: Assumed) -> float:
+    """A feed's amperage, unrounded (netbox_ranges.Bounds.feed writes it in whole amperes, as
+    NetBox holds it): the feeder's `ampacity` (else its `cable`'s at its `conductor_area`) times
+    its `conductors`; else the current of its `capacity` at its `voltage`; else NetBox's 15 A
+    (W707)."""
     sets = feeder.field("conductors")
     amps = ampacity(feeder, by_path)
     if amps is not None:
-        return _floor(amps * (sets.si if isinstance(sets, Quantity) else 1))
+        return amps * (sets.si if isinstance(sets, Quantity) else 1)
     capacity, voltage = feeder.field("capacity"), feeder.field("voltage")
     if isinstance(capacity, Quantity) and isinstance(voltage, Quantity) and voltage.si:
         from astral_dsl.analyses.conductors import current
         kind = getattr(feeder.field("current"), "name", "dc")
-        return _floor(current(kind, capacity.si, voltage.si, feeder))
+        return current(kind, capacity.si, voltage.si, feeder)
     said.add(feeder, "ampacity", f"feeder `{feeder.path}` declares no `ampacity`, `cable` or "
                                  f"`capacity`: NetBox requires a feed's amperage, and "
                                  f"power_feeds.csv gives it NetBox's default, {AMPERAGE} A",
              "declare the feeder's rated `capacity`, or its `ampacity` and `conductors`")
-    return str(AMPERAGE)
+    return float(AMPERAGE)
 
 
-def _floor(value: float) -> str:
-    """Rounded down to a whole number (netbox_ranges.py writes an amperage under 1 A as 1 A,
-    with W709)."""
-    return str(int(math.floor(value + 1e-9)))
-
-
-def _down(value: float) -> str:
-    return str(max(1, int(_floor(value))))
-
-
-def feed_utilization(feeder, said: Assumed) -> str:
-    """power_feeds.csv's `max_utilization` (whole percent, rounded down: NetBox takes integers
-    from 1, the field's range): the feeder's, else NetBox's 80 (W707)."""
+def feed_utilization(feeder, said: Assumed) -> float:
+    """A feed's `max_utilization` in percent, unrounded (netbox_ranges.Bounds.utilization
+    writes it in whole percent, as NetBox holds it): the feeder's, else NetBox's 80 (W707)."""
     q = feeder.field("max_utilization")
     if isinstance(q, Quantity):
-        return _down(q.si * 100)
+        return q.si * 100
     said.add(feeder, "max_utilization",
              f"feeder `{feeder.path}` declares no `max_utilization`: NetBox requires a feed's, "
              f"and power_feeds.csv gives it NetBox's default, {MAX_UTILIZATION} %",
              "declare the share of its rating the feeder may carry, e.g. "
              "`max_utilization = 80 %` (a breaker's continuous-load rating)")
-    return str(MAX_UTILIZATION)
+    return float(MAX_UTILIZATION)
 
 
 __all__ = ["Assumed", "ampacity", "feed_amperage", "feed_utilization", "rack_height", "rack_width",
