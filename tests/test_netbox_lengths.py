@@ -179,9 +179,10 @@ def test_a_feed_name_too_long_is_said_at_its_feeder(tmp_path):
     assert e["range"] is not None and e["range"]["start"]["line"] == 5
 
 
-def test_a_serial_of_a_json_inventory_is_not_said_at_a_line_of_its_file(tmp_path):
+def test_a_serial_of_a_json_inventory_is_said_at_its_item_not_a_line_of_its_file(tmp_path):
     """A JSON inventory's rows are items of a list, not lines: E705 for the serial of its third
-    item was said at line 3 of a file of one line (an empty excerpt)."""
+    item was said at line 3 of a file of one line (an empty excerpt), then nowhere; it is said in
+    the inventory's file at its item, as the inventory's own diagnostics say one (W231)."""
     (tmp_path / "fleet.json").write_text(json.dumps(
         [{"name": "gpu-0", "serial": "A"}, {"name": "gpu-1", "serial": "B"},
          {"name": "gpu-2", "serial": "S" * 51}]), encoding="utf-8")
@@ -192,4 +193,5 @@ def test_a_serial_of_a_json_inventory_is_not_said_at_a_line_of_its_file(tmp_path
     doc = json.loads(_export(tmp_path, text, "--format", "json").stdout)
     (e,) = [d for d in doc["diagnostics"] if d["code"] == "E705"]
     assert e["message"].startswith(f"S.hosts[2]: `{'S' * 51}` (51 characters)")
-    assert e["range"] is None or e["file"] != "fleet.json", e
+    assert e["range"] is None and e["file"].endswith("fleet.json"), e
+    assert "item 3 of the list" in json.dumps(e), e

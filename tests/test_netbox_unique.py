@@ -72,6 +72,24 @@ def test_names_an_inventory_gives_are_said_at_its_row(tmp_path):
     assert "hint: the inventory's row names it" in proc.stderr
 
 
+def test_names_a_json_inventory_gives_are_said_at_its_item(tmp_path):
+    """A JSON inventory's items have no line: E706 for the second of two names alike was said
+    nowhere; it is said in the inventory's file at its item."""
+    import json
+
+    (tmp_path / "fleet.json").write_text(json.dumps(
+        [{"name": "node-1", "path": "S0.racks[0].hosts[0]"},
+         {"name": "NODE-1", "path": "S0.racks[1].hosts[0]"}]), encoding="utf-8")
+    proc = _export(tmp_path, _design(other="spare-{rack}-{host}")
+                   + 'inventory Fleet {\n  file = "fleet.json"\n  columns { path = "path" }\n}\n',
+                   "--format", "json")
+    assert proc.returncode == 1
+    (e,) = [d for d in json.loads(proc.stdout)["diagnostics"] if d["code"] == "E706"]
+    assert e["message"].startswith("`NODE-1` (S0.racks[1].hosts[0]) and `node-1`")
+    assert e["range"] is None and e["file"].endswith("fleet.json"), e
+    assert "item 2 of the list" in json.dumps(e), e
+
+
 def test_docs_diagnostics_md_shows_what_e706_prints(tmp_path):
     from test_netbox_lengths import docs_show_what_export_prints
 

@@ -47,6 +47,7 @@ class Device:
     asset_tag: Optional[str] = None
     file: Optional[str] = None       # the inventory row it comes from
     line: Optional[int] = None       # its line in a CSV (None: an item of a JSON list)
+    item: Optional[int] = None       # its place (from 1) in a JSON list (None: a CSV line)
 
 
 @records.frozen
@@ -170,7 +171,8 @@ def bind(rows: Sequence[Row], file: str, lines: bool, columns: Dict[str, Optiona
         real = row.values.get(columns["name"]) or named[path][1]
         bound[path] = Device(path, kind, real, row.values.get(columns["serial"]) or None,
                              row.values.get(columns["asset_tag"]) or None, file,
-                             row.number if lines else None)    # (a JSON item is no line)
+                             row.number if lines else None,    # (a JSON item is no line)
+                             None if lines else row.number)
         first_row[path] = row.number
     for code, left in unsaid.items():
         if left:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, excerpt
 from astral_dsl.outputs.tally import Tally, more_like_it
 
@@ -53,11 +54,11 @@ class _Found:
         out = []
         for ((what, most), span), (text, where, hint), count in self.groups:
             of = "" if where in text else f"{where}: "      # (a path: the text says it)
-            out.append(Diagnostic(
+            out.append(placed(
                 "E705", Severity.ERROR,
                 f"{of}`{excerpt(text, 80)}` ({len(text):,} characters{more_like_it(count)}) is "
                 f"longer than the {most} characters NetBox takes for {what}: its import would "
-                f"refuse the row", span, hint, file=file))
+                f"refuse the row", span, hint, file))
         return out
 
 
@@ -160,13 +161,33 @@ def _nic_span(host, interface: str):
     return nic.span_of("name") if nic is not None else host.span
 
 
+@records.frozen
+class Item:
+    """Where an item of a JSON inventory is (it has no line to point at): its file and its
+    place in the list, said as the inventory's own diagnostics say it (analyses/fleet.py)."""
+    file: str
+    number: int
+
+
 def row_span(device):
-    """The line of the inventory's row that gives `device` (None: a JSON item, or none)."""
+    """The line of the inventory's row that gives `device`, or its Item in a JSON list (None:
+    a part no inventory row names)."""
     from astral_dsl.diagnostics import Span
 
-    if device.file is None or device.line is None:
+    if device.file is None:
         return None
+    if device.line is None:
+        return Item(device.file, device.item) if device.item is not None else None
     return Span.at(device.file, device.line, 1)
+
+
+def placed(code: str, severity, message: str, span, hint: str, file) -> Diagnostic:
+    """A diagnostic at `span` of the design `file`, or at an Item of a JSON inventory (its file,
+    and a note naming the item)."""
+    if isinstance(span, Item):
+        return Diagnostic(code, severity, message, None, hint, file=span.file,
+                          notes=(f"item {span.number} of the list",))
+    return Diagnostic(code, severity, message, span, hint, file=file)
 
 
 def longest(texts: Iterable[str]) -> int:
@@ -188,4 +209,4 @@ def cable_bound(found, sws) -> int:
                2 * switch + len(" port  -- ") + 10)      # a port number of at most 10 digits
 
 
-__all__ = ["cable_bound", "longest", "row_span", "too_long"]
+__all__ = ["Item", "cable_bound", "longest", "placed", "row_span", "too_long"]

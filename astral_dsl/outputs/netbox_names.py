@@ -147,8 +147,8 @@ def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
     the second, with the first pair and how many more. The names are compared as Python
     lower-cases them (PostgreSQL's lower() of a UTF-8 database does as much for letters with
     one lower case)."""
-    from astral_dsl.diagnostics import Diagnostic, Severity
-    from astral_dsl.outputs.netbox_lengths import row_span
+    from astral_dsl.diagnostics import Severity
+    from astral_dsl.outputs.netbox_lengths import placed, row_span
 
     def said_at(path, site, declared):
         row = devices.by_path.get(path) if devices else None
@@ -163,7 +163,7 @@ def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
                      for path, site, declared in written), said_at)
     out = []
     for span, (path, other, (site, by_row)), count in groups:
-        out.append(Diagnostic(
+        out.append(placed(
             "E706", Severity.ERROR, f"`{names[path]}` ({path}) and `{names[other]}` ({other}) "
             f"are one device name to NetBox in site {names[site]}{more_like_it(count)}: NetBox "
             "keeps a device's name unique per site and tenant whatever its case (dcim.Device: "
@@ -171,7 +171,7 @@ def same_device_name(found, sws, names: Dict[str, str], devices, file) -> List:
             "the second", span,
             "the inventory's row names it: give it a name no other device of its site has, in "
             "any case" if by_row else "tell their names apart by more than case (NetBox "
-            "compares them lower-cased)", file=file))
+            "compares them lower-cased)", file))
     return out
 
 
