@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from astral_dsl.runs.accuracy import grouped  # noqa: E402
+from astral_dsl.runs.fit_document import grouped  # noqa: E402
 from astral_dsl.runs.fit import fitted, rows_of  # noqa: E402
 from astral_dsl.runs.memo import Memo  # noqa: E402
 from astral_dsl.runs.table import read_table  # noqa: E402

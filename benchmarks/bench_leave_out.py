@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from astral_dsl.runs.accuracy import grouped  # noqa: E402
+from astral_dsl.runs.fit_document import grouped  # noqa: E402
 from astral_dsl.runs.evaluate import evaluate_one  # noqa: E402
 from astral_dsl.runs.fit import fitted, rows_of  # noqa: E402
 from astral_dsl.runs.memo import Memo  # noqa: E402

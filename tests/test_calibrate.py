@@ -192,7 +192,7 @@ def test_the_spread_of_a_barely_moved_log_constant_is_finite():
 
     import numpy as np
 
-    from astral_dsl.runs.accuracy import SPREAD_FACTOR_MAX, spread
+    from astral_dsl.runs.fit_document import SPREAD_FACTOR_MAX, spread
     from astral_dsl.seer.calibration import Constant
 
     free = [Constant("a", "", "", (0.1, 10.0), (0.5, 2.0), "", log=True),
@@ -217,7 +217,7 @@ def test_inseparable_constants_are_not_determined_and_the_others_keep_their_spre
 
     import numpy as np
 
-    from astral_dsl.runs.accuracy import spread
+    from astral_dsl.runs.fit_document import spread
     from astral_dsl.seer.calibration import Constant
 
     free = [Constant(n, "", "", (0.0, 10.0), (0.5, 2.0), "") for n in "abc"]
@@ -236,7 +236,7 @@ def test_bands_hold_the_forecast_itself():
     forecast 16 % too slow: a band of +16/+16 %): the band is widened to 0."""
     from types import SimpleNamespace
 
-    from astral_dsl.runs.accuracy import bands
+    from astral_dsl.runs.fit_document import bands
 
     reg = {"gpu": "H100", "precision": "FP8", "attention": "flash", "moe": "dense",
            "framework": "megatron"}

@@ -168,7 +168,7 @@ def test_beyond_left_out_is_against_the_other_groups_ranges():
     each group's own ranges), as reading the other rows' points again gives them."""
     import random
 
-    from astral_dsl.runs.accuracy import beyond_left_out, grouped
+    from astral_dsl.runs.fit_document import beyond_left_out, grouped
     from astral_dsl.seer import checked
 
     rnd = random.Random(60)

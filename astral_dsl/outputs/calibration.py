@@ -74,7 +74,7 @@ def family_rows(doc: dict) -> List[tuple]:
 
 
 def repeats_text(doc: dict) -> Optional[str]:
-    """The sentence on the runs read as one run published more than once (runs/accuracy.py
+    """The sentence on the runs read as one run published more than once (runs/repeats.py
     `repeats`), or None without any."""
     rep = doc.get("repeats")
     if not rep:

@@ -1,6 +1,6 @@
 """The runs Seer reads as one run published more than once (several releases of one recipe, a
 user's repeated runs), and how far their published figures lie from the one value that fits
-each: the spread no constants remove (fit.json's `repeats`, runs/accuracy.py's document)."""
+each: the spread no constants remove (fit.json's `repeats`, runs/fit_document.py)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
