@@ -155,7 +155,7 @@ def _write(path, rows):
 
 
 def test_slow_everywhere_is_software_not_hardware(small, tmp_path):
-    """Every GPU 60 % slower: beyond the forecast's band (its envelope, -20/+24 % for this job
+    """Every GPU 60 % slower: beyond the forecast's band (its envelope, -21/+26 % for this job
     outside the calibrated regimes), the software or the forecast, not one part. 25 % slower
     is within the band: Seer cannot tell it from its own error, and names nothing."""
     design, fc, rm = small

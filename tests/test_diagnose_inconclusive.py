@@ -53,7 +53,7 @@ def test_weigh_splits_the_probability_into_suspects_and_unnamed():
 
 def test_a_probable_fault_nothing_can_name_is_inconclusive(ep):
     """A drill of job `ep` (seed 3) with rank 9's GPU 0.8 % slow: it computes 1.049x its stage's
-    median (1.067x in its slowest iteration), enough for a Bayes factor that holds 83 % of the
+    median (1.066x in its slowest iteration), enough for a Bayes factor that holds 71 % of the
     job's probability and too little (odds below 19 to 1 after the 16 GPUs share the compute
     family's prior) to be named. The verdict is `inconclusive`, exit 2, the probability the
     compute family's unnamed share (nothing named: the suspects hold none of it), and the text,
@@ -62,7 +62,7 @@ def test_a_probable_fault_nothing_can_name_is_inconclusive(ep):
     forecast of the job it gives 17 %, healthy. Until stop 63 the GPU was 0.6 % slow, 71 %;
     with stop 63's forecast that gives 49 %, healthy: the drill's fault is sized to the
     forecast it perturbs. Stop 63's fit gave this drill 70 %, stop 64's 72 %, stop 65's 79 %,
-    stop 66's 83 %.)"""
+    stop 66's 83 %, stop 68's 71 %.)"""
     from astral_dsl.synth.faults import Fault
 
     design, fc, rm = ep
@@ -70,11 +70,11 @@ def test_a_probable_fault_nothing_can_name_is_inconclusive(ep):
     found = diagnose.diagnose(design, write.to_observed(generate(fc, rm, [slow], seed=3)),
                               job="ep")
     assert not found.suspects and found.verdict == "inconclusive"
-    assert found.probability == pytest.approx(0.8314, abs=1e-4)
+    assert found.probability == pytest.approx(0.7122, abs=1e-4)
     assert found.unnamed["compute"] == pytest.approx(found.probability, rel=1e-9)
     assert found.unnamed["network"] + found.unnamed["forecast"] < 1e-9
     gpu = rm.ranks[9].gpu
-    assert found.next_steps.startswith(f"83 % of it sits with a GPU (or a TP group's GPUs) "
+    assert found.next_steps.startswith(f"71 % of it sits with a GPU (or a TP group's GPUs) "
                                        f"slower than its stage in some iterations (the "
                                        f"likeliest: GPU {gpu} (rank 9): 1.049x its stage")
     assert "diagnose more iterations (3 read" in found.next_steps
@@ -82,8 +82,8 @@ def test_a_probable_fault_nothing_can_name_is_inconclusive(ep):
     verdict = diagnosis_out.final_verdict(found, found.diagnostics)
     assert verdict == "inconclusive" and diagnosis_out.EXIT_CODES[verdict] == 2
     text = diagnosis_out.render(found, verdict=verdict)
-    assert "verdict    inconclusive: probability 83 % that something is wrong" in text
-    assert "no suspect named, and a fault is the more likely: 83 % of it sits" in text
+    assert "verdict    inconclusive: probability 71 % that something is wrong" in text
+    assert "no suspect named, and a fault is the more likely: 71 % of it sits" in text
     assert "within the noise" not in text
     doc = json.loads(json.dumps(diagnosis_out.verdict_json(verdict) | diagnosis_out.to_json(
         found, verdict) | {"version": "t", "format": 1, "valid": True, "diagnostics": [],
@@ -97,7 +97,7 @@ def test_a_probable_fault_nothing_can_name_is_inconclusive(ep):
                         "a clock that jumped")
     verdict = diagnosis_out.final_verdict(found, (jumped,))
     assert verdict == "unusable"
-    assert "83 % of it sits" in diagnosis_out.render(found, verdict=verdict)
+    assert "71 % of it sits" in diagnosis_out.render(found, verdict=verdict)
 
 
 def test_a_healthy_run_stays_healthy_and_says_nothing_to_collect(ep):

@@ -169,7 +169,7 @@ def _wider(a: Tuple[float, float], b: Tuple[float, float]) -> Tuple[float, float
 
 def documented_outside() -> Tuple[float, float]:
     """The band of a forecast outside the shipped fit's envelope (docs/seer.md, "How far to
-    trust a forecast": every run's band twice as wide, -22/+25 %), DEFAULT_BAND before any fit
+    trust a forecast": every run's band twice as wide, -21/+26 %), DEFAULT_BAND before any fit
     exists. No calibration gives a regime it never checked a narrower band than this."""
     from astral_dsl.seer.calibration import shipped
 
