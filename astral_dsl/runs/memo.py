@@ -10,7 +10,10 @@ was without the memo (tests/test_fit_memo.py).
 
 The memo keeps the most recently used forecasts, at most `size` (least recently used first
 out): a refit's later forecasts, at constants no other refit reaches, pass through and go, and
-the shared ones are used again by each refit before they can age out."""
+the shared ones are used again by each refit before they can age out. What it holds: the full
+fit of the shipped tables keeps 16,529 forecasts, its peak resident memory 207 MB against 192
+MB with a memo of size 0 (stop 68, getrusage's ru_maxrss; 72 s of CPU either way for that fit,
+whose forecasts are all new)."""
 from __future__ import annotations
 
 import struct
