@@ -114,7 +114,7 @@ class Bounds:
                         "the feeder that serves the racks at the voltage its panel takes (after "
                         "the transformer)" if int(voltage) > SMALL else
                         "declare the nominal voltage in whole volts, e.g. `voltage = 48 V`"))
-        amps = math.floor(amperage + 1e-9)
+        amps, cut = _down(amperage)
         if amps > SMALL:
             out.append(("amperage",
                         f"feeder `{feeder.path}` is rated {amps:,} A: not written to "
@@ -133,7 +133,7 @@ class Bounds:
                              _amperage_field(feeder)),
                          "declare the feeder's rating, 1 A or more"))
             amps = 1
-        elif amperage - amps > 1e-9:
+        elif cut:
             field = _amperage_field(feeder)
             if field == "ampacity":             # a number the user wrote: W709
                 said.append(("amperage",
@@ -158,8 +158,8 @@ class Bounds:
         holds it (dcim.PowerFeed.max_utilization, a PositiveSmallIntegerField from 1 to 100;
         E309 keeps a declared share within 1-100 % at check time), a fractional share rounded
         down (W709)."""
-        whole = math.floor(percent + 1e-9)
-        if percent - whole > 1e-9:
+        whole, cut = _down(percent)
+        if cut:
             self._add(feeder, "max_utilization",
                       f"feeder `{feeder.path}` may carry {percent:,.2f} % of its rating: NetBox "
                       f"takes a feed's max_utilization in whole percent "
@@ -188,6 +188,13 @@ def _whole(text: str) -> bool:
     """Is `text` a whole number as Django's IntegerField reads it (digits; `:g` writes no
     `.0`)?"""
     return bool(_WHOLE.fullmatch(text))
+
+
+def _down(value: float) -> Tuple[int, bool]:
+    """`value` rounded down to a whole number as NetBox holds it, and whether that cut a
+    fraction off (within 1e-9: 0.57 x 100 is 56.99999999999999, whole)."""
+    whole = math.floor(value + 1e-9)
+    return whole, value - whole > 1e-9
 
 
 def _volts(text: str) -> str:
