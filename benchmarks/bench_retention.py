@@ -75,8 +75,8 @@ def kept(base: int) -> str:
 
 
 def caches() -> str:
-    plans = sum(len(x.stage) for x, _ in schedule_plan._CACHE.values())
-    progs = sum(x.blocks for x in walk._PROGRAMS.values())
+    plans = schedule_plan._CACHE.weight
+    progs = walk._PROGRAMS.weight
     return (f"{plans:>8,} {progs:>8,} {len(comm_groups._KEPT):>5}"
             f"  (bounds {schedule_plan.CACHE_BLOCKS:,} / {schedule_plan.CACHE_BLOCKS:,} / "
             f"{comm_groups.KEPT:,})")

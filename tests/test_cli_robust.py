@@ -792,7 +792,7 @@ def test_a_dot_that_stops_reading_its_input_is_said(monkeypatch):
 
     monkeypatch.setattr(render, "dot_available", lambda: True)
     monkeypatch.setattr(graphviz.Digraph, "pipe", stopped)
-    monkeypatch.setattr(render.laid, "_KEPT", __import__("collections").OrderedDict())
+    monkeypatch.setattr(render.laid, "_KEPT", render.laid.kept())
     with pytest.raises(RuntimeError, match="`dot` stopped reading the DOT text astral drew"):
         render.layout(graphviz.Digraph(), "svg")
 

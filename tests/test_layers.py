@@ -27,6 +27,8 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # and the files the commands are given (jsonin, the runs and operator tables); a thread's stop
 # (cancel) serves the evaluator, which asks it, and the language server, which states it: it
 # imports nothing
+# the one cache type (kept) serves Seer, the runs, the pictures and the explore engines: it
+# imports nothing of the package
 # where a line ends (line_ends) serves the runs tables, the rank logs and the language server:
 # it imports nothing; so does text in a wide encoding (encodings), which serves the runs tables
 # and the trace reader
@@ -36,7 +38,8 @@ LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
             "astral_dsl.launch": "cli", "astral_dsl.pools": "records",
             "astral_dsl.pipeline_scenarios": "pipeline", "astral_dsl.pipeline_sizing": "pipeline",
             "astral_dsl.regularfile": "records",
-            "astral_dsl.line_ends": "records", "astral_dsl.encodings": "records"}
+            "astral_dsl.line_ends": "records", "astral_dsl.encodings": "records",
+            "astral_dsl.kept": "records"}
 
 
 def _layer(module: str) -> str:

@@ -584,8 +584,6 @@ def test_layout_without_dot_raises_e700(monkeypatch):
 def _dot_fails(monkeypatch, stderr: bytes):
     """`dot` exits 1 with `stderr`, as the graphviz package reports it (no process is run; the
     layouts the real `dot` made before in this process are not this `dot`'s: none kept)."""
-    from collections import OrderedDict
-
     from astral_dsl.outputs.render import laid
 
     def pipe(self, *args, **kwargs):
@@ -593,7 +591,7 @@ def _dot_fails(monkeypatch, stderr: bytes):
 
     monkeypatch.setattr(graphviz.Digraph, "pipe", pipe)
     monkeypatch.setattr("astral_dsl.outputs.render.dot_available", lambda: True)
-    monkeypatch.setattr(laid, "_KEPT", OrderedDict())
+    monkeypatch.setattr(laid, "_KEPT", laid.kept())
 
 
 def test_dot_rejecting_astrals_picture_is_an_internal_error(tmp_path, monkeypatch, capsys):

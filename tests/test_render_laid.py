@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import OrderedDict
 
 import graphviz
 import pytest
@@ -25,7 +24,7 @@ def runs(monkeypatch):
         return pipe(self, *args, **kwargs)
 
     monkeypatch.setattr(graphviz.Digraph, "pipe", counted)
-    monkeypatch.setattr(laid, "_KEPT", OrderedDict())
+    monkeypatch.setattr(laid, "_KEPT", laid.kept())
     return count
 
 
@@ -74,10 +73,12 @@ def test_a_pdf_is_laid_out_each_time(runs):
 
 
 def test_the_least_recently_used_pictures_are_dropped(runs, monkeypatch):
-    """At most MAX_PICTURES pictures (128) and MAX_BYTES of them (32 MiB), the least recently
-    used dropped first (here 3 pictures, then fewer bytes than 3 pictures' SVG)."""
+    """At most MAX_BYTES of pictures (32 MiB), each counted as at least a MAX_PICTURES'th of
+    that (so at most 128 pictures), the least recently used dropped first (here 3 pictures, then
+    fewer bytes than 3 pictures' SVG)."""
     assert (laid.MAX_PICTURES, laid.MAX_BYTES) == (128, 32 * 1024 * 1024)
-    monkeypatch.setattr(laid, "MAX_PICTURES", 3)
+    assert laid._KEPT.most == laid.MAX_BYTES
+    monkeypatch.setattr(laid, "_KEPT", laid.kept(pictures=3))
     for label in ("0", "1", "2"):
         layout(_picture(label), "svg")
     layout(_picture("0"), "svg")                      # kept, and now the most recently used
@@ -90,14 +91,22 @@ def test_the_least_recently_used_pictures_are_dropped(runs, monkeypatch):
     layout(_picture("1"), "svg")
     assert runs[0] == 5
     size = len(layout(_picture("1"), "svg"))
-    monkeypatch.setattr(laid, "MAX_BYTES", 2 * size + size // 2)
-    layout(_picture("4"), "svg")                      # two pictures' bytes fit, not three
-    assert len(laid._KEPT) == 2 and runs[0] == 6
+    monkeypatch.setattr(laid, "_KEPT", laid.kept(size=2 * size + size // 2))
+    for label in ("0", "1", "4"):                     # two pictures' bytes fit, not three
+        layout(_picture(label), "svg")
+    assert len(laid._KEPT) == 2 and runs[0] == 8
+    assert [data for _, data in laid._KEPT.items()] == [layout(_picture(label), "svg")
+                                                       for label in ("1", "4")]
+    assert runs[0] == 8
+    # a picture larger than all the bytes kept is drawn and not kept
+    monkeypatch.setattr(laid, "_KEPT", laid.kept(size=size // 2))
+    assert layout(_picture("1"), "svg") == layout(_picture("1"), "svg") and runs[0] == 10
+    assert not laid._KEPT
 
 
 def test_a_failed_dot_leaves_nothing_kept(monkeypatch):
     """Whatever `dot` raised is raised each time, and the next `dot` that works lays it out."""
-    monkeypatch.setattr(laid, "_KEPT", OrderedDict())
+    monkeypatch.setattr(laid, "_KEPT", laid.kept())
     failing = [0]
 
     def pipe(self, *args, **kwargs):

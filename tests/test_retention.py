@@ -14,7 +14,7 @@ from astral_dsl import seer
 from astral_dsl.explore import search
 from astral_dsl.explore.bundle import load_with_bundle
 from astral_dsl.explore.engines import LocalEngine
-from astral_dsl.explore.recent import Recent
+from astral_dsl.kept import Kept
 from astral_dsl.explore.search import work
 from astral_dsl.explore.search.work import Setup
 from astral_dsl.explore.search.bounds import Tail
@@ -62,7 +62,7 @@ def test_searches_keep_figures_for_the_most_recent_states(own_heap, tmp_path, lo
     path = tmp_path / "small.astral"
     path.write_text(textwrap.dedent(SMALL), encoding="utf-8")
     keep = work.KEEP_STATES
-    monkeypatch.setattr(work, "_STATES", Recent(keep))
+    monkeypatch.setattr(work, "_STATES", Kept(keep))
     # as many distinct searches as are kept, and one more: each GPU count is a Setup of its own
     counts = (16, 8, 4, 2, 1)[:keep + 1]
     assert len(counts) == keep + 1
@@ -92,8 +92,8 @@ def test_searches_keep_figures_for_the_most_recent_states(own_heap, tmp_path, lo
     assert second not in [k for k, _ in work._STATES.items()] and len(work._STATES) == keep
 
 
-def test_recent_keeps_the_most_recently_used():
-    kept = Recent(2)
+def test_kept_keeps_the_most_recently_used():
+    kept = Kept(2)
     assert kept.put("a", 1) == 1 and kept.put("b", 2) == 2
     assert kept.get("a") == 1                  # a is now the most recent
     assert kept.put("c", 3) == 3               # b, the least recent, goes

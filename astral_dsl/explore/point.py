@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from astral_dsl import records
 from astral_dsl.explore.bundle import Bundle, laid_out, renamer
-from astral_dsl.explore.recent import Recent
+from astral_dsl.kept import Kept
 from astral_dsl.semantics.overrides import Option, command_line
 
 # the columns of `astral size --format json`'s summary a sweep shows
@@ -61,7 +61,7 @@ def evaluate_point(entry, overrides: Dict[str, str], options: PointOptions, fix=
 
 
 KEEP_PARSED = 8      # designs whose parsed workspace a process keeps (0.1-5 MiB each)
-_PARSED = Recent(KEEP_PARSED)
+_PARSED = Kept(KEEP_PARSED)
 
 
 def workspace(entry: str):

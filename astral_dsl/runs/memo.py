@@ -17,8 +17,9 @@ whose forecasts are all new)."""
 from __future__ import annotations
 
 import struct
-from collections import OrderedDict
 from typing import Callable, Hashable
+
+from astral_dsl.kept import Kept
 
 SIZE = 20_000          # forecasts kept: a refit of the shipped tables makes about 15,000
 
@@ -29,23 +30,18 @@ class Memo:
 
     def __init__(self, size: int = SIZE):
         self.size = size
-        self.kept: "OrderedDict[Hashable, object]" = OrderedDict()
+        self.kept = Kept(size) if size else None
         self.hits = self.misses = 0
 
     def get(self, key: Hashable, make: Callable[[], object]):
-        if not self.size:            # keeps nothing: no key is hashed
+        if self.kept is None:        # keeps nothing: no key is hashed
             return make()
-        kept = self.kept
-        hit = kept.get(key, kept)
-        if hit is not kept:
-            kept.move_to_end(key)
+        hit = self.kept.get(key)
+        if hit is not None:
             self.hits += 1
             return hit
         self.misses += 1
-        value = kept[key] = make()
-        if len(kept) > self.size:
-            kept.popitem(last=False)
-        return value
+        return self.kept.put(key, make())
 
 
 def exactly(cal) -> bytes:

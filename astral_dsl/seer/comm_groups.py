@@ -4,13 +4,12 @@ lowering (lower.py) prices its collectives on them; the scenario checks (cluster
 validate_moe.py) read them without the lowering."""
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Dict, List, Optional, Tuple
 
 import attrs
 
 from astral_dsl.analyses.host_positions import Interval, merge
+from astral_dsl.kept import Kept
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.ranks import RankOrder, numbering
@@ -42,8 +41,7 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
 
 
 KEPT = 1024          # (rank numbering, network) pairs whose layouts are remembered
-_KEPT: "OrderedDict[tuple, list]" = OrderedDict()
-_kept_lock = threading.Lock()
+_KEPT = Kept(KEPT)
 
 
 def _kept(job: JobSpec, net: comm.Network) -> list:
@@ -53,16 +51,9 @@ def _kept(job: JobSpec, net: comm.Network) -> list:
     parallel sizes and every forecast of a calibration row share them (a search of a 70B job
     made 5,886 lowerings of 422 numberings; their layouts were a sixth of its CPU)."""
     key = (numbering(job.parallel), net)
-    with _kept_lock:
-        hit = _KEPT.get(key)
-        if hit is not None:
-            _KEPT.move_to_end(key)
-            return hit
-    hit = [_groups(job, net, every=True), None]
-    with _kept_lock:
-        hit = _KEPT.setdefault(key, hit)
-        while len(_KEPT) > KEPT:
-            _KEPT.popitem(last=False)
+    hit = _KEPT.get(key)
+    if hit is None:
+        hit = _KEPT.put(key, [_groups(job, net, every=True), None])
     return hit
 
 

@@ -5,11 +5,12 @@ comes; remembered per shape (p, v, m, schedule), and whether a shape can run at 
 interleaved order can deadlock)."""
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from itertools import chain
 from typing import Dict, Tuple
 
 from astral_dsl import records
+from astral_dsl.kept import Kept
 from astral_dsl.seer.pipeline import codes, deferred, split_key
 
 
@@ -41,7 +42,7 @@ def runnable(p: int, v: int, m: int, schedule: str) -> bool:
 
 CACHE_BLOCKS = 400_000          # blocks of dependency orders kept for reuse (~100 MiB: 84 MiB at
 #                                 343,208 blocks, benchmarks/bench_retention.py)
-_CACHE: "OrderedDict[tuple, Tuple[_Plan, _Steps]]" = OrderedDict()
+_CACHE = Kept(CACHE_BLOCKS, weigh=lambda hit: len(hit[0].stage))
 
 
 def cached_structure(p: int, v: int, m: int, schedule: str, batched: bool
@@ -51,15 +52,9 @@ def cached_structure(p: int, v: int, m: int, schedule: str, batched: bool
     again)."""
     key = (p, v, m, schedule, batched)
     hit = _CACHE.get(key)
-    if hit is not None:
-        _CACHE.move_to_end(key)
-        return hit
-    plan = _structure(p, v, m, schedule, batched)
-    hit = plan, _Steps(plan, v, m)
-    if len(plan.stage) <= CACHE_BLOCKS:
-        _CACHE[key] = hit
-        while sum(len(x.stage) for x, _ in _CACHE.values()) > CACHE_BLOCKS:
-            _CACHE.popitem(last=False)
+    if hit is None:
+        plan = _structure(p, v, m, schedule, batched)
+        hit = _CACHE.put(key, (plan, _Steps(plan, v, m)))
     return hit
 
 

@@ -17,10 +17,10 @@ forward, which may wait for its weights; a chunk's last backward, whose times ar
 program's segments."""
 from __future__ import annotations
 
-from collections import OrderedDict
 from operator import itemgetter
 from typing import Dict, List, Tuple
 
+from astral_dsl.kept import Kept
 from astral_dsl.seer.param_gather import gather_gates
 from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, async_sends, iteration_tail,
                                       key_hops, plan_of, simulate)
@@ -140,7 +140,7 @@ def _watched_blocks(plan, v: int, m: int) -> Dict[int, Tuple]:
     return out
 
 
-_PROGRAMS: "OrderedDict[tuple, _Program]" = OrderedDict()
+_PROGRAMS = Kept(CACHE_BLOCKS, weigh=lambda prog: prog.blocks)
 
 
 def _program(p: int, v: int, m: int, schedule: str, overlap: bool = False) -> _Program:
@@ -149,15 +149,9 @@ def _program(p: int, v: int, m: int, schedule: str, overlap: bool = False) -> _P
     (as schedule keeps plans)."""
     key = (p, v, m, schedule, overlap)
     prog = _PROGRAMS.get(key)
-    if prog is not None:
-        _PROGRAMS.move_to_end(key)
-        return prog
-    plan, steps = plan_of(p, v, m, schedule, overlap)
-    prog = _Program(plan, steps, p, v, m)
-    if prog.blocks <= CACHE_BLOCKS:
-        _PROGRAMS[key] = prog
-        while sum(x.blocks for x in _PROGRAMS.values()) > CACHE_BLOCKS:
-            _PROGRAMS.popitem(last=False)
+    if prog is None:
+        plan, steps = plan_of(p, v, m, schedule, overlap)
+        prog = _PROGRAMS.put(key, _Program(plan, steps, p, v, m))
     return prog
 
 

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from astral_dsl.explore.margins.limits import Limit
+from astral_dsl.kept import Kept
 from astral_dsl.explore.margins.solve import (REL_TOL, Probed, Shown, Uncompiled, _limit,
                                               numeric_range)
 from astral_dsl.outputs.margins import _rounded
@@ -130,7 +131,7 @@ def test_a_limit_solved_again_is_the_same_range_and_a_changed_one_is_solved_anew
 
     from astral_dsl.explore.margins import symbolic
 
-    monkeypatch.setattr(symbolic, "_SOLVED", type(symbolic._SOLVED)())
+    monkeypatch.setattr(symbolic, "_SOLVED", Kept(symbolic.MAX_SOLVED))
     solves = []
     real = sympy.solveset
     monkeypatch.setattr(sympy, "solveset", lambda *a, **k: solves.append(a) or real(*a, **k))
@@ -155,9 +156,22 @@ def test_a_limit_solved_again_is_the_same_range_and_a_changed_one_is_solved_anew
 def test_the_solved_sets_kept_are_bounded(monkeypatch):
     from astral_dsl.explore.margins import symbolic
 
-    monkeypatch.setattr(symbolic, "_SOLVED", type(symbolic._SOLVED)())
-    monkeypatch.setattr(symbolic, "MAX_SOLVED", 3)
+    assert symbolic.MAX_SOLVED == symbolic._SOLVED.most == 512
+    monkeypatch.setattr(symbolic, "_SOLVED", Kept(3))
     for rhs in (1e3, 2e3, 3e3, 4e3, 5e3):
         h, lim = _solved_limit(rhs)
         symbolic.symbolic_range(lim, "h", h, {h: 4}, False, True)
     assert len(symbolic._SOLVED) == 3
+
+
+def test_a_set_solveset_could_not_say_is_kept_too(monkeypatch):
+    """None (no set) is an answer like any other: asked again, it is not solved again."""
+    from astral_dsl.explore.margins import symbolic
+
+    monkeypatch.setattr(symbolic, "_SOLVED", Kept(symbolic.MAX_SOLVED))
+    solved = []
+    monkeypatch.setattr(symbolic, "_solve", lambda *a: solved.append(a) and None)
+    h, lim = _solved_limit(45e3)
+    assert symbolic.symbolic_range(lim, "h", h, {h: 4}, False, True) is None
+    assert symbolic.symbolic_range(lim, "h", h, {h: 4}, False, True) is None
+    assert len(solved) == 1

@@ -9,8 +9,6 @@ count field, a replication) keeps the whole values of that set, any other may ta
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from typing import Dict, Optional, Tuple
 
 import sympy
@@ -18,6 +16,7 @@ import sympy
 from astral_dsl import records
 from astral_dsl.explore.margins.limits import Limit
 from astral_dsl.explore.margins.shadow import OPAQUE
+from astral_dsl.kept import Kept
 
 @records.frozen
 class Range:
@@ -67,26 +66,20 @@ def symbolic_range(limit: Limit, param: str, symbol, current: Dict, integer: boo
 # digits and precision, every symbol's name and assumptions) and how: a margins run solves each
 # limit again for each parameter it moves, and the same design's margins (a second run in one
 # process: a sweep's points, the language server, the tests) solve the same again; simplify and
-# solveset are most of the symbolic side's time. Bounded: the least recently used go first.
+# solveset are most of the symbolic side's time. Bounded: the least recently used go first. Each
+# is kept as a 1-tuple: a set solveset could not say (None) is kept too.
 MAX_SOLVED = 512
-_SOLVED: "OrderedDict[tuple, object]" = OrderedDict()
-_lock = threading.Lock()
+_SOLVED = Kept(MAX_SOLVED)
 
 
 def _solved(g0, symbol, op: str, strict: bool, integer: bool, positive: bool):
     """The set where `g0 op 0` holds in `symbol` (None: solveset could not say), a real
     variable, within the positive reals when `positive`, whole numbers when `integer`."""
     key = (sympy.srepr(g0), sympy.srepr(symbol), op, strict, integer, positive)
-    with _lock:
-        if key in _SOLVED:
-            _SOLVED.move_to_end(key)
-            return _SOLVED[key]
-    sol = _solve(g0, symbol, op, strict, integer, positive)
-    with _lock:
-        _SOLVED[key] = sol
-        if len(_SOLVED) > MAX_SOLVED:
-            _SOLVED.popitem(last=False)
-    return sol
+    hit = _SOLVED.get(key)
+    if hit is None:
+        hit = _SOLVED.put(key, (_solve(g0, symbol, op, strict, integer, positive),))
+    return hit[0]
 
 
 def _solve(g0, symbol, op: str, strict: bool, integer: bool, positive: bool):

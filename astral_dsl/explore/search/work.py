@@ -14,9 +14,9 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.explore.bundle import Bundle, laid_out
-from astral_dsl.explore.recent import Recent
 from astral_dsl.explore.search.bounds import Profile, Split, Tail, finish, screen_ends
 from astral_dsl.explore.search.space import Config, Space
+from astral_dsl.kept import Kept
 from astral_dsl.semantics.overrides import command_line
 
 
@@ -151,7 +151,7 @@ class State:
 # the States of the most recent searches a process served (a worker's tasks of one search
 # share one; a long-lived process, an editor's or a design tool's, searches many designs)
 KEEP_STATES = 4
-_STATES = Recent(KEEP_STATES)
+_STATES = Kept(KEEP_STATES)
 
 
 def state_of(bundle: Bundle, setup: Setup) -> State:

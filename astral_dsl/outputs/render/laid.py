@@ -5,18 +5,19 @@ again) gets the bytes without a second `dot`.
 A layout is kept by the SHA-256 of the DOT text, the format, the dpi and the `dot` run: its path
 on PATH, that file's inode, size and modification time, and the environment Graphviz reads
 (plugins, fonts). Only formats whose bytes are a function of those are kept: SVG and PNG (a PDF
-carries the time it was written). At most 128 pictures and 32 MiB of them, the least recently
-used dropped first (the views of the examples the tests draw, each laid out once: 109 pictures,
-4.4 MB of SVG, the largest 0.19 MB); the process's threads (the report lays out its views in
-parallel) share it under a lock."""
+carries the time it was written). At most 32 MiB of pictures, each counted as at least a 128th
+of that (so at most 128 pictures), the least recently used dropped first (the views of the
+examples the tests draw, each laid out once: 109 pictures, 4.4 MB of SVG, the largest 0.19 MB);
+the process's threads (the report lays out its views in parallel) share it (kept.py: under a
+lock)."""
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
-import threading
-from collections import OrderedDict
 from typing import Callable, Optional, Tuple
+
+from astral_dsl.kept import Kept
 
 KEPT_FORMATS = ("svg", "png")
 MAX_PICTURES = 128
@@ -27,8 +28,14 @@ _ENVIRONMENT = ("GVBINDIR", "GVPLUGIN_PATH", "DOTFONTPATH", "GDFONTPATH", "FONTC
                 "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "LANG", "LC_ALL",
                 "LC_CTYPE")
 
-_KEPT: "OrderedDict[tuple, bytes]" = OrderedDict()
-_LOCK = threading.Lock()
+
+def kept(pictures: int = MAX_PICTURES, size: int = MAX_BYTES) -> Kept:
+    """Where pictures are kept: at most `size` bytes of them, each weighing at least `size` /
+    `pictures` (so at most `pictures` of them)."""
+    return Kept(size, weigh=lambda data: max(len(data), size // pictures))
+
+
+_KEPT = kept()
 
 
 def _key(source: str, fmt: str, dpi: Optional[int]) -> Optional[Tuple]:
@@ -54,15 +61,7 @@ def laid_out(source: str, fmt: str, dpi: Optional[int], lay: Callable[[], bytes]
     key = _key(source, fmt, dpi)
     if key is None:
         return lay()
-    with _LOCK:
-        data = _KEPT.get(key)
-        if data is not None:
-            _KEPT.move_to_end(key)
-            return data
-    data = lay()
-    if len(data) <= MAX_BYTES:
-        with _LOCK:
-            _KEPT[key] = data
-            while len(_KEPT) > MAX_PICTURES or sum(map(len, _KEPT.values())) > MAX_BYTES:
-                _KEPT.popitem(last=False)
+    data = _KEPT.get(key)
+    if data is None:
+        data = _KEPT.put(key, lay())
     return data
