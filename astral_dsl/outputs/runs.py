@@ -6,9 +6,12 @@ one object per row of the table in its order (none is dropped): `status` is "ok"
 "not_expressible" (Seer cannot state the row: `field` and `reason` say why) or "rejected" (a
 cell cannot be read); `error` = forecast / published - 1 on `metric` (runs/score.py); `band` is
 the forecast's error band (seer/envelope.py: the true time against the forecast, [low, high])
-and `calibration` its whole envelope. The summary counts the statuses and gives, per GPU x
-precision family (x dense / MoE) and overall, the rows scored and their mean / max |error| and
-mean signed error in %."""
+and `calibration` its whole envelope; `left_out_error`, for a row of the shipped fit's own tables
+forecast with its constants, the row's error with its configuration left out of that fit
+(runs/left_out.py: fit-exact.json), else null. The summary counts the statuses and gives, per
+GPU x precision family (x dense / MoE) and overall, the rows scored and their mean / max |error|
+and mean signed error in %; `left_out` the same of the rows' left-out errors (`rows`: how many
+have one)."""
 from __future__ import annotations
 
 import textwrap
@@ -61,7 +64,7 @@ def row_json(result, env) -> Dict[str, Any]:
         "field": p.field or None, "model": row.model, "gpus": row.count("gpus"),
         "system": p.expressed.system if p.expressed is not None else None,
         "layout": layout(result), "metric": result.metric, "published": result.published,
-        "forecast": result.forecast, "error": result.error,
+        "forecast": result.forecast, "error": result.error, "left_out_error": result.left_out,
         "band": list(env.as_json()["band"]) if env is not None else None,
         "calibration": env.as_json() if env is not None else None}
     if p.status == "ok":
@@ -76,10 +79,12 @@ def row_json(result, env) -> Dict[str, Any]:
 def summary(results, calibration) -> Dict[str, Any]:
     counts = {s: sum(1 for r in results if r.status == s) for s in STATUSES}
     scored = [(r.prepared.regime, r.error) for r in results if r.error is not None]
+    left = [(r.prepared.regime, r.left_out) for r in results if r.left_out is not None]
     total = len(results)
     return {"rows": total, **counts,
             "expressed_pct": round(100 * counts["ok"] / total, 1) if total else None,
             "scored": len(scored), "families": family_summary(scored),
+            "left_out": {"rows": len(left), "families": family_summary(left)},
             "constants": {"source": calibration.source,
                           "fitted_on": list(calibration.fitted_on)}}
 
@@ -136,6 +141,8 @@ def table(file: str, results, calibration, colour: bool = False, width: int = 10
                 Column("published", tuple(_number(r.metric, r.published) for r in ok)),
                 Column("forecast", tuple(_number(r.metric, r.forecast) for r in ok)),
                 Column("error", tuple(_pct(r.error) for r in ok), styles=tuple(styles)),
+                *([Column("left out", tuple(_pct(r.left_out) for r in ok))]
+                  if any(r.left_out is not None for r in ok) else []),
                 Column("band", tuple(marked(e.as_json()) for e in envs)),
                 Column("GPUs", tuple(f"{r.row.count('gpus'):,}" for r in ok)),
                 Column("layout", tuple(layout(r) for r in ok), False),
@@ -161,7 +168,7 @@ def table(file: str, results, calibration, colour: bool = False, width: int = 10
             for n in r.prepared.notes:
                 lines.append(printable(f"  {r.row.id}: {n}"))
     lines += _assumed(ok, width)
-    lines += _families(doc["families"], colour, width)
+    lines += _families(doc["families"], doc["left_out"]["families"], colour, width)
     return "\n".join(lines) + "\n"
 
 
@@ -185,7 +192,9 @@ def _assumed(ok, width: int) -> List[str]:
     return out
 
 
-def _families(families: Dict[str, dict], colour: bool, width: int) -> List[str]:
+def _families(families: Dict[str, dict], left: Dict[str, dict], colour: bool,
+              width: int) -> List[str]:
+    """The error per family; with the mean |error| left out where rows have one (`left`)."""
     from astral_dsl.outputs.table import Column, render
 
     keys = [k for k in families if k.count(" ") == 2] + (["all"] if "all" in families else [])
@@ -197,7 +206,18 @@ def _families(families: Dict[str, dict], colour: bool, width: int) -> List[str]:
             Column("mean |error|", tuple(f"{f['mean_abs_pct']:.1f} %" for f in fam)),
             Column("max |error|", tuple(f"{f['max_abs_pct']:.1f} %" for f in fam)),
             Column("mean error", tuple(f"{f['mean_pct']:+.1f} %" for f in fam))]
+    said = ("with the constants above: for rows of the tables they were fitted on, the error in "
+            "the fit; `astral calibrate` gives the error on runs left out of it")
+    if left:
+        cols.append(Column("left out |error|", tuple(
+            "-" if k not in left else
+            f"{left[k]['mean_abs_pct']:.1f} %" + (f" ({left[k]['rows']})"
+                                                  if left[k]["rows"] != families[k]["rows"] else "")
+            for k in keys)))
+        said = ("error: with the constants above, for the rows of the tables they were fitted on "
+                "the error in the fit; left out: the shipped fit's own rows forecast with their "
+                "configuration left out of it (fit-exact.json, `make calibrate-exact`; in "
+                "brackets how many of the family's rows are such rows): the figure that says how "
+                "far to trust a forecast")
     return ["", render(cols, width, colour).rstrip("\n"),
-            *textwrap.wrap("with the constants above: for rows of the tables they were fitted "
-                           "on, the error in the fit; `astral calibrate` gives the error on runs "
-                           "left out of it", width)]
+            *textwrap.wrap(said, width, break_on_hyphens=False)]

@@ -14,6 +14,7 @@ from astral_dsl import records
 from astral_dsl.runs import score
 from astral_dsl.runs.configs import configurations, named, renamed, shape
 from astral_dsl.runs.express import Expressed, NotExpressible, column_of, express
+from astral_dsl.runs.left_out import left_out
 from astral_dsl.seer.regime import regime
 
 
@@ -46,6 +47,9 @@ class Result:
     memory: Optional[float] = None
     notes: Tuple[str, ...] = ()
     job: object = None               # the JobSpec forecast: the rule's choices made
+    # the error with the row's configuration left out of the shipped fit (left_out.py): None
+    # for another fit's constants or a row that is not one of the shipped fit's
+    left_out: Optional[float] = None
 
     @property
     def row(self):
@@ -142,6 +146,7 @@ def prepare(table, systems=None) -> List[Prepared]:
 def evaluate_one(p: Prepared, calibration=None, fc=None) -> Result:
     """`p` forecast and scored; `fc`: the forecast of its configuration (configs.py), when
     another row of it was forecast already."""
+    from astral_dsl.seer.calibration import shipped
     from astral_dsl.seer.forecast import run
 
     if _unread(p):
@@ -155,7 +160,9 @@ def evaluate_one(p: Prepared, calibration=None, fc=None) -> Result:
     shown = metric or "tokens_per_s_per_gpu"
     f = score.forecast_metric(shown, p.row, job, t)
     err = score.signed_error(metric, f, value) if metric else None
-    return Result(p, shown, value, f, err, t, fc.chosen, fc.memory.total, p.notes, job)
+    out = left_out(p.row, calibration if calibration is not None else shipped()) \
+        if err is not None else None
+    return Result(p, shown, value, f, err, t, fc.chosen, fc.memory.total, p.notes, job, out)
 
 
 def _unread(p: Prepared) -> bool:

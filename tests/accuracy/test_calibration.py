@@ -150,9 +150,12 @@ def test_the_shipped_bands_are_the_exact_refits_spread(tmp_path, monkeypatch):
     path.write_text(json.dumps(stale), encoding="utf-8")
     monkeypatch.setattr(calibration, "FIT_EXACT_FILE", path)
     calibration.shipped.cache_clear()
+    calibration.shipped_exact_document.cache_clear()
     try:
+        assert calibration.shipped_exact_document() is None
         assert calibration.shipped().bands == shipped_document()["bands"]
         assert calibration.shipped().values() == shipped_document()["constants"]
     finally:
         monkeypatch.undo()
         calibration.shipped.cache_clear()
+        calibration.shipped_exact_document.cache_clear()

@@ -356,12 +356,7 @@ def shipped() -> Calibration:
     exists, the prior centres (never in a release)."""
     if not FIT_FILE.exists():
         return priors()
-    doc = json.loads(FIT_FILE.read_text(encoding="utf-8"))
-    if FIT_EXACT_FILE.exists():
-        exact = json.loads(FIT_EXACT_FILE.read_text(encoding="utf-8"))
-        if all(exact.get(k) == doc.get(k) for k in ("constants", "tables", "ranges")):
-            doc = exact
-    return from_document(doc, "shipped")
+    return from_document(shipped_exact_document() or shipped_document(), "shipped")
 
 
 def priors() -> Calibration:
@@ -371,3 +366,17 @@ def priors() -> Calibration:
 
 def shipped_document() -> dict:
     return json.loads(FIT_FILE.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def shipped_exact_document() -> Optional[dict]:
+    """fit-exact.json when it is the shipped fit's (the same constants, tables and ranges as
+    fit.json: its runs left out by exact refits), else None (a `make calibrate` not yet followed
+    by its `make calibrate-exact`, or no fit shipped). Not to be changed by its callers."""
+    if not (FIT_FILE.exists() and FIT_EXACT_FILE.exists()):
+        return None
+    doc = shipped_document()
+    exact = json.loads(FIT_EXACT_FILE.read_text(encoding="utf-8"))
+    if all(exact.get(k) == doc.get(k) for k in ("constants", "tables", "ranges")):
+        return exact
+    return None
