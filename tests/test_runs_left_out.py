@@ -23,9 +23,10 @@ EXACT = {(r["set"], r["id"]): r["left_out_pct"] / 100 for r in shipped_exact_doc
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
-    """Two A100 runs and a GB200 one as shipped, and the GB200 one again under an id of the
-    user's (a run of theirs that is not the shipped row)."""
-    rows = [_row("n1_7b"), _row("k22b_sel"), _row("r117"), _row("r117", id="mine")]
+    """Two A100 runs and a GB200 one as shipped, the GB200 one again under an id of the user's
+    (the same published run), and a run of the user's with the GB200 one's layout."""
+    rows = [_row("n1_7b"), _row("k22b_sel"), _row("r117"), _row("r117", id="mine"),
+            _row("r117", id="ours", tokens_per_s_per_gpu="7000")]
     return _write(tmp_path_factory.mktemp("left"), rows)
 
 
@@ -38,21 +39,25 @@ def test_a_shipped_row_gets_its_exact_left_out_error_and_another_run_none(table,
         EXACT["a100", "n1_7b"], EXACT["a100", "k22b_sel"], EXACT["modern", "r117"]]
     # the left-out figure differs from the error in the fit (the fit saw the row)
     assert all(r["left_out_error"] != r["error"] for r in rows[:3])
-    # the user's own row (its id not the shipped row's): no left-out figure
-    assert rows[3]["status"] == "ok" and rows[3]["error"] == rows[2]["error"]
-    assert rows[3]["left_out_error"] is None
+    # the same published run under the user's id: the same figures
+    assert rows[3]["error"] == rows[2]["error"]
+    assert rows[3]["left_out_error"] == rows[2]["left_out_error"]
+    # the user's own run of that layout (another published figure): none
+    assert rows[4]["status"] == "ok" and rows[4]["error"] is not None
+    assert rows[4]["left_out_error"] is None
     left = doc["summary"]["left_out"]
-    assert left["rows"] == 3 and left["families"]["all"]["rows"] == 3
-    three = [r["left_out_error"] for r in rows[:3]]
+    assert left["rows"] == 4 and left["families"]["all"]["rows"] == 4
+    four = [r["left_out_error"] for r in rows[:4]]
     assert left["families"]["all"]["mean_abs_pct"] == pytest.approx(
-        100 * sum(map(abs, three)) / 3, abs=0.006)
+        100 * sum(map(abs, four)) / 4, abs=0.006)
     assert left["families"]["A100 BF16 dense"]["rows"] == 2
 
 
 def test_a_shipped_id_with_another_cell_is_another_run(tmp_path, capsys):
     """The shipped row's id with another published figure (or any other cell) is not the run
     the exact refits left out."""
-    for cells in ({"tokens_per_s_per_gpu": "7000"}, {"notes": "our own rerun"}):
+    for cells in ({"tokens_per_s_per_gpu": "7000"}, {"notes": "our own rerun"},
+                  {"source_version": "our cluster, 2026-12"}):
         path = _write(tmp_path, [_row("r117", **cells)])
         code, out, _ = call(["runs", str(path), "--format", "json"], capsys)
         (row,) = json.loads(out)["rows"]
@@ -69,9 +74,9 @@ def test_the_text_shows_the_left_out_column_and_family_figure(table, capsys):
     a100 = next(line for line in lines if line.startswith("A100 BF16 dense"))
     want = 100 * (abs(EXACT["a100", "n1_7b"]) + abs(EXACT["a100", "k22b_sel"])) / 2
     assert a100.rstrip().endswith(f"{want:.1f} %")
-    # GB200's family holds two rows, one of them a shipped row: the count in brackets
+    # GB200's family holds three rows, two of them the shipped run: the count in brackets
     gb200 = next(line for line in lines if line.startswith("GB200 "))
-    assert gb200.rstrip().endswith("(1)")
+    assert gb200.rstrip().endswith("(2)")
 
 
 def test_another_fits_constants_give_no_left_out_figure(table, capsys):
@@ -96,7 +101,8 @@ def test_the_api_rows_carry_it_and_the_columns_order_does_not_matter(table, tmp_
 
     rows = score_runs(table).rows
     assert [r.left_out for r in rows] == [EXACT["a100", "n1_7b"], EXACT["a100", "k22b_sel"],
-                                          EXACT["modern", "r117"], None]
+                                          EXACT["modern", "r117"], EXACT["modern", "r117"],
+                                          None]
     # the same rows with the columns reversed: the same runs
     with open(table, encoding="utf-8", newline="") as fh:
         lines = list(csv.reader(fh))

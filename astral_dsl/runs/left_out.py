@@ -8,8 +8,9 @@ run the fit never saw would get. fit-exact.json (`make calibrate-exact`) holds, 
 those rows, its error under constants refitted without every row of its configuration (a group:
 runs/table.py `Run.key`). A row of the user's table gets that figure when the forecast's
 constants are the shipped fit's (seer.calibration.shipped: fit-exact.json of the same fit) and
-the row is one of those rows, cell for cell (its id and every column, in any order; a row whose
-published figure, layout or notes differ is another run); any other row gets None."""
+the row is one of those rows, cell for cell (every column but the id, in any order: the same
+published run under an id of the user's; a row whose published figure, source, layout or notes
+differ is another run); any other row gets None."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -21,12 +22,13 @@ TABLES = ("a100", "modern")       # the shipped tables, seer/calibration/<name>.
 
 
 def cells(run) -> Tuple:
-    """A row's every cell by column, whatever their order in its file."""
-    return (run.id, tuple(sorted(run.text)), tuple(sorted(run.values, key=lambda kv: kv[0])))
+    """A row's every cell by column but its id, whatever their order in its file."""
+    return (tuple(sorted(kv for kv in run.text if kv[0] != "id")),
+            tuple(sorted(run.values, key=lambda kv: kv[0])))
 
 
 @lru_cache(maxsize=1)
-def _shipped_rows() -> Dict[Tuple, float]:
+def _shipped_rows() -> Dict[Tuple, Optional[float]]:
     """The cells of each row of the shipped tables -> its error left out (a fraction), from
     fit-exact.json when it is the shipped fit's; empty otherwise."""
     from astral_dsl.runs.table import read_table
@@ -36,7 +38,7 @@ def _shipped_rows() -> Dict[Tuple, float]:
         return {}
     left = {(r["set"], r["id"]): r["left_out_pct"] / 100 for r in doc.get("rows", ())
             if r.get("left_out_pct") is not None}
-    out: Dict[Tuple, float] = {}
+    out: Dict[Tuple, Optional[float]] = {}
     for name in TABLES:
         path = cal.HERE / f"{name}.csv"
         if not path.exists():
@@ -44,7 +46,9 @@ def _shipped_rows() -> Dict[Tuple, float]:
         for run in read_table(path).runs:
             err = left.get((name, run.id))
             if err is not None:
-                out[cells(run)] = err
+                key = cells(run)
+                # two rows alike but for their ids and with other figures: neither is said
+                out[key] = err if out.get(key, err) == err else None
     return out
 
 
