@@ -111,3 +111,26 @@ def test_the_api_rows_carry_it_and_the_columns_order_does_not_matter(table, tmp_
         csv.writer(fh, lineterminator="\n").writerows([list(reversed(c)) for c in lines])
     runs = read_table(flipped).runs
     assert [left_out(r, shipped()) for r in runs] == [r.left_out for r in rows]
+
+
+def test_two_shipped_rows_alike_but_for_their_ids_give_neither(tmp_path, monkeypatch):
+    """A table whose two rows differ only by their ids, with other left-out figures: which one a
+    user's row is cannot be told, so neither figure is given."""
+    from astral_dsl.runs import left_out as lo
+    from astral_dsl.seer import calibration as cal
+
+    _write(tmp_path, [_row("r117"), _row("r117", id="twin")], name="modern.csv")
+    doc = {"rows": [{"set": "modern", "id": "r117", "left_out_pct": 1.0},
+                    {"set": "modern", "id": "twin", "left_out_pct": 2.0}]}
+    monkeypatch.setattr(cal, "HERE", tmp_path)
+    monkeypatch.setattr(cal, "shipped_exact_document", lambda: doc)
+    lo._shipped_rows.cache_clear()
+    try:
+        (run, _) = read_table(tmp_path / "modern.csv").runs
+        assert lo.left_out(run, shipped()) is None
+        doc["rows"][1]["left_out_pct"] = 1.0        # alike figures: the run is told
+        lo._shipped_rows.cache_clear()
+        assert lo.left_out(run, shipped()) == 0.01
+    finally:
+        monkeypatch.undo()
+        lo._shipped_rows.cache_clear()
