@@ -26,7 +26,6 @@ class Kept:
         if most < 1:
             raise ValueError("a Kept keeps at least one value (most >= 1)")
         self.most = most
-        self._weigh = weigh
         self._kept: cachetools.LRUCache = cachetools.LRUCache(most, getsizeof=weigh)
         self._lock = threading.Lock()
 
@@ -44,19 +43,16 @@ class Kept:
             hit = self._kept.get(key)
             if hit is not None:
                 return hit
-            if self._weigh is not None and self._weigh(value) > self.most:
-                return value
-            self._kept[key] = value
+            try:
+                self._kept[key] = value
+            except ValueError:          # cachetools: "value too large", nothing let go
+                pass
             return value
 
     def items(self) -> Iterator[Tuple[Hashable, Any]]:
         """(key, value) from the least recently used to the most (a copy: safe to iterate)."""
         with self._lock:
             return iter(self._in_order())
-
-    def values(self) -> List[Any]:
-        """The values kept, from the least recently used to the most."""
-        return [value for _, value in self.items()]
 
     @property
     def weight(self) -> int:
@@ -71,9 +67,6 @@ class Kept:
     def __len__(self) -> int:
         with self._lock:
             return len(self._kept)
-
-    def __bool__(self) -> bool:
-        return len(self) > 0
 
     def _in_order(self) -> List[Tuple[Hashable, Any]]:
         """(key, value) from the least recently used to the most (under the lock). cachetools

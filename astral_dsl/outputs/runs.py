@@ -209,11 +209,8 @@ def _families(families: Dict[str, dict], left: Dict[str, dict], colour: bool,
     said = ("with the constants above: for rows of the tables they were fitted on, the error in "
             "the fit; `astral calibrate` gives the error on runs left out of it")
     if left:
-        cols.append(Column("left out |error|", tuple(
-            "-" if k not in left else
-            f"{left[k]['mean_abs_pct']:.1f} %" + (f" ({left[k]['rows']})"
-                                                  if left[k]["rows"] != families[k]["rows"] else "")
-            for k in keys)))
+        cols.append(Column("left out |error|",
+                           tuple(_left_cell(left.get(k), families[k]["rows"]) for k in keys)))
         said = ("error: with the constants above, for the rows of the tables they were fitted on "
                 "the error in the fit; left out: the shipped fit's own rows forecast with their "
                 "configuration left out of it (fit-exact.json, `make calibrate-exact`; in "
@@ -221,3 +218,10 @@ def _families(families: Dict[str, dict], left: Dict[str, dict], colour: bool,
                 "far to trust a forecast")
     return ["", render(cols, width, colour).rstrip("\n"),
             *textwrap.wrap(said, width, break_on_hyphens=False)]
+
+
+def _left_cell(left: Optional[dict], rows: int) -> str:
+    """A family's mean |error| left out, with how many of its `rows` it is of when not all."""
+    if left is None:
+        return "-"
+    return f"{left['mean_abs_pct']:.1f} %" + (f" ({left['rows']})" if left["rows"] != rows else "")

@@ -146,7 +146,6 @@ def prepare(table, systems=None) -> List[Prepared]:
 def evaluate_one(p: Prepared, calibration=None, fc=None) -> Result:
     """`p` forecast and scored; `fc`: the forecast of its configuration (configs.py), when
     another row of it was forecast already."""
-    from astral_dsl.seer.calibration import shipped
     from astral_dsl.seer.forecast import run
 
     if _unread(p):
@@ -160,8 +159,7 @@ def evaluate_one(p: Prepared, calibration=None, fc=None) -> Result:
     shown = metric or "tokens_per_s_per_gpu"
     f = score.forecast_metric(shown, p.row, job, t)
     err = score.signed_error(metric, f, value) if metric else None
-    out = left_out(p.row, calibration if calibration is not None else shipped()) \
-        if err is not None else None
+    out = left_out(p.row, calibration) if err is not None else None
     return Result(p, shown, value, f, err, t, fc.chosen, fc.memory.total, p.notes, job, out)
 
 

@@ -52,10 +52,10 @@ def _shipped_rows() -> Dict[Tuple, Optional[float]]:
     return out
 
 
-def left_out(run, calibration) -> Optional[float]:
+def left_out(run, calibration=None) -> Optional[float]:
     """`run`'s error with its configuration left out of the shipped fit (forecast / published -
-    1 on its metric, as `error`), or None: another fit's constants, or not one of the shipped
-    fit's rows."""
-    if calibration is None or calibration != cal.shipped():
+    1 on its metric, as `error`), or None: another fit's constants (`calibration`; None, as for
+    a forecast, is the shipped fit), or not one of the shipped fit's rows."""
+    if calibration is not None and calibration != cal.shipped():
         return None
     return _shipped_rows().get(cells(run))

@@ -29,7 +29,6 @@ class Memo:
     `misses` count the lookups."""
 
     def __init__(self, size: int = SIZE):
-        self.size = size
         self.kept = Kept(size) if size else None
         self.hits = self.misses = 0
 
